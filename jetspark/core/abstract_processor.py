@@ -1,0 +1,186 @@
+"""AbstractProcessor: the usual base class, one item at a time instead of one inbox at a time."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from jetspark.core.context import ProcessorContext
+from jetspark.core.inbox import Inbox
+from jetspark.core.outbox import Outbox
+from jetspark.core.processor import Processor
+from jetspark.core.traverser import Traverser
+from jetspark.core.watermark import Watermark
+
+_NO_ITEM: Any = object()
+
+
+class AbstractProcessor(Processor):
+    """Keeps the outbox and context, and turns `process` into per-item `try_process_item` calls.
+
+    Override `try_process_item(ordinal, item)` (or `try_process0` ... `try_process4` for one
+    ordinal): return True once the item is processed, False to get it again later (for example
+    because an offer was rejected). Emit with `try_emit` and `emit_from_traverser`; snapshot with
+    `try_emit_to_snapshot`; restore entry by entry in `restore_from_snapshot_entry(key, value)`.
+    Watermarks are forwarded downstream unchanged by default.
+    """
+
+    outbox: Outbox
+    context: ProcessorContext
+    logger: logging.Logger
+
+    def init(self, outbox: Outbox, context: ProcessorContext) -> None:
+        self.outbox = outbox
+        self.context = context
+        self.logger = context.logger
+        self.init_processor(context)
+
+    def init_processor(self, context: ProcessorContext) -> None:  # noqa: B027
+        """Hook for subclasses: called from `init` once the outbox and context are set."""
+
+    # ---- input ----------------------------------------------------------------------------
+
+    def process(self, ordinal: int, inbox: Inbox) -> None:
+        try_one = self._per_ordinal_handler(ordinal)
+        peek = inbox.peek
+        remove = inbox.remove
+        while True:
+            item = peek()
+            if item is None or not try_one(item):
+                return
+            remove()
+
+    def _per_ordinal_handler(self, ordinal: int) -> Callable[[Any], bool]:
+        if ordinal == 0:
+            return self.try_process0
+        if ordinal == 1:
+            return self.try_process1
+        if ordinal == 2:
+            return self.try_process2
+        if ordinal == 3:
+            return self.try_process3
+        if ordinal == 4:
+            return self.try_process4
+        return lambda item: self.try_process_item(ordinal, item)
+
+    def try_process0(self, item: Any) -> bool:
+        return self.try_process_item(0, item)
+
+    def try_process1(self, item: Any) -> bool:
+        return self.try_process_item(1, item)
+
+    def try_process2(self, item: Any) -> bool:
+        return self.try_process_item(2, item)
+
+    def try_process3(self, item: Any) -> bool:
+        return self.try_process_item(3, item)
+
+    def try_process4(self, item: Any) -> bool:
+        return self.try_process_item(4, item)
+
+    def try_process_item(self, ordinal: int, item: Any) -> bool:
+        """Process one item from edge `ordinal`; False to receive the same item again later."""
+        raise NotImplementedError(
+            f"{type(self).__name__} received an item on ordinal {ordinal} but does not override "
+            "try_process_item() or try_process{ordinal}()"
+        )
+
+    def try_process_watermark(self, watermark: Watermark) -> bool:
+        return self.outbox.offer(watermark)
+
+    # ---- output ---------------------------------------------------------------------------
+
+    def try_emit(self, item: Any) -> bool:
+        """Offer `item` to every outbound edge."""
+        return self.outbox.offer(item)
+
+    def try_emit_to(self, ordinal: int | Sequence[int], item: Any) -> bool:
+        """Offer `item` to one ordinal or several."""
+        return self.outbox.offer_to(ordinal, item)
+
+    def try_emit_to_snapshot(self, key: Any, value: Any) -> bool:
+        """Offer a snapshot entry; allowed from `save_to_snapshot` and `snapshot_commit_prepare`."""
+        return self.outbox.offer_to_snapshot(key, value)
+
+    def emit_from_traverser(self, traverser: Traverser[Any], ordinal: int | Sequence[int] = -1) -> bool:
+        """Emit items from `traverser` until it returns None (True) or the outbox rejects one (False).
+
+        A rejected item is kept and emitted first on the next call with the same traverser.
+        """
+        pending = self._pending_traverser_item.get(id(traverser), _NO_ITEM)
+        offer = self.outbox.offer_to
+        item = pending if pending is not _NO_ITEM else traverser.next()
+        while item is not None:
+            if not offer(ordinal, item):
+                self._pending_traverser_item[id(traverser)] = item
+                return False
+            item = traverser.next()
+        self._pending_traverser_item.pop(id(traverser), None)
+        return True
+
+    def emit_from_traverser_to_snapshot(self, traverser: Traverser[tuple[Any, Any]]) -> bool:
+        """Emit `(key, value)` entries from `traverser` to the snapshot, like `emit_from_traverser`."""
+        pending = self._pending_traverser_item.get(id(traverser), _NO_ITEM)
+        entry = pending if pending is not _NO_ITEM else traverser.next()
+        while entry is not None:
+            if not self.outbox.offer_to_snapshot(entry[0], entry[1]):
+                self._pending_traverser_item[id(traverser)] = entry
+                return False
+            entry = traverser.next()
+        self._pending_traverser_item.pop(id(traverser), None)
+        return True
+
+    @property
+    def _pending_traverser_item(self) -> dict[int, Any]:
+        try:
+            return self.__dict__["_jetspark_pending"]  # type: ignore[no-any-return]
+        except KeyError:
+            pending: dict[int, Any] = {}
+            self.__dict__["_jetspark_pending"] = pending
+            return pending
+
+    def flat_mapper(
+        self, mapper: Callable[[Any], Traverser[Any]], ordinal: int | Sequence[int] = -1
+    ) -> FlatMapper:
+        """A helper that emits the items `mapper` returns for each input item, honouring back-pressure."""
+        return FlatMapper(self, mapper, ordinal)
+
+    # ---- snapshot restore -----------------------------------------------------------------
+
+    def restore_from_snapshot(self, inbox: Inbox) -> None:
+        while (entry := inbox.poll()) is not None:
+            self.restore_from_snapshot_entry(entry[0], entry[1])
+
+    def restore_from_snapshot_entry(self, key: Any, value: Any) -> None:
+        """Restore one snapshot entry. Default: raises; override when saving state."""
+        raise NotImplementedError(
+            f"{type(self).__name__} received snapshot entry {key!r} but does not override "
+            "restore_from_snapshot_entry()"
+        )
+
+
+class FlatMapper:
+    """Emits the traverser a mapper returns for each item; `try_process(item)` is False until all went out."""
+
+    __slots__ = ("_processor", "_mapper", "_ordinal", "_current", "_item")
+
+    def __init__(
+        self, processor: AbstractProcessor, mapper: Callable[[Any], Traverser[Any]], ordinal: int | Sequence[int]
+    ) -> None:
+        self._processor = processor
+        self._mapper = mapper
+        self._ordinal = ordinal
+        self._current: Traverser[Any] | None = None
+        self._item: Any = _NO_ITEM
+
+    def try_process(self, item: Any) -> bool:
+        """Emit the output for `item`; False when the outbox filled up (call again with the same item)."""
+        if self._current is None or self._item is not item:
+            self._current = self._mapper(item)
+            self._item = item
+        if self._processor.emit_from_traverser(self._current, self._ordinal):
+            self._current = None
+            self._item = _NO_ITEM
+            return True
+        return False

@@ -1,0 +1,44 @@
+"""Job configuration: everything a job needs besides its DAG."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import attrs
+
+
+class ProcessingGuarantee(enum.Enum):
+    """What survives a restart: nothing, every item at least once, or every item exactly once."""
+
+    NONE = "none"
+    AT_LEAST_ONCE = "at_least_once"
+    EXACTLY_ONCE = "exactly_once"
+
+
+def _positive_or_none(_instance: object, attribute: attrs.Attribute[Any], value: int | None) -> None:
+    if value is not None and value < 1:
+        raise ValueError(f"JobConfig.{attribute.name} must be >= 1, got {value}")
+
+
+@attrs.define(kw_only=True)
+class JobConfig:
+    """Settings of one job. All fields have defaults, so `JobConfig()` is a valid batch job config.
+
+    `member_count` is the number of members (Spark tasks per stage, or simulated members in the
+    local runner); None lets the runner choose. `default_local_parallelism` is used for vertices
+    whose local parallelism is -1; jetspark defaults it to 1 because one Python thread per member
+    does the work (the GIL makes more threads per member slower, not faster).
+    """
+
+    name: str | None = None
+    processing_guarantee: ProcessingGuarantee = ProcessingGuarantee.NONE
+    snapshot_interval_millis: int = 10_000
+    member_count: int | None = attrs.field(default=None, validator=_positive_or_none)
+    default_local_parallelism: int = attrs.field(default=1, validator=_positive_or_none)
+    initial_snapshot_name: str | None = None
+    arguments: dict[str, Any] = attrs.field(factory=dict)
+
+    @property
+    def snapshots_enabled(self) -> bool:
+        return self.processing_guarantee is not ProcessingGuarantee.NONE

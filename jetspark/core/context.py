@@ -1,0 +1,62 @@
+"""What a meta supplier, a supplier and a processor learn about the job and their place in it."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import attrs
+
+from jetspark.core.config import JobConfig, ProcessingGuarantee
+
+
+@attrs.frozen(kw_only=True)
+class MetaSupplierContext:
+    """Given to `ProcessorMetaSupplier.init` on the coordinator, once per execution.
+
+    `partition_assignment` maps each member index to the partitions it owns.
+    """
+
+    job_id: str
+    execution_id: str
+    job_config: JobConfig
+    vertex_name: str
+    local_parallelism: int
+    member_count: int
+    partition_count: int
+    partition_assignment: dict[int, tuple[int, ...]]
+    logger: logging.Logger
+
+    @property
+    def total_parallelism(self) -> int:
+        return self.member_count * self.local_parallelism
+
+    @property
+    def processing_guarantee(self) -> ProcessingGuarantee:
+        return self.job_config.processing_guarantee
+
+    @property
+    def snapshotting_enabled(self) -> bool:
+        return self.job_config.snapshots_enabled
+
+
+@attrs.frozen(kw_only=True)
+class SupplierContext(MetaSupplierContext):
+    """Given to `ProcessorSupplier.init` on one member: adds the member index and its partitions."""
+
+    member_index: int
+    member_partitions: tuple[int, ...]
+
+
+@attrs.frozen(kw_only=True)
+class ProcessorContext(SupplierContext):
+    """Given to `Processor.init`: adds the processor's indexes and the partitions it owns.
+
+    `global_processor_index = member_index * local_parallelism + local_processor_index`.
+    """
+
+    local_processor_index: int
+    global_processor_index: int
+    processor_partitions: tuple[int, ...]
+    #: Free-form values a runner may pass to processors (for example a checkpoint directory).
+    attributes: dict[str, Any] = attrs.field(factory=dict)

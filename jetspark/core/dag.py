@@ -1,0 +1,181 @@
+"""The DAG: named vertices joined by edges, validated before a job runs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from jetspark.core.edge import RESERVED_PRIORITY, Edge, RoutingPolicy
+from jetspark.core.errors import DagValidationError
+from jetspark.core.suppliers import ProcessorMetaSupplier, SupplierLike, to_meta_supplier
+
+
+class Vertex:
+    """A named step of the DAG; its processors come from `meta_supplier`.
+
+    `local_parallelism` is the number of processors per member; -1 takes the meta supplier's
+    preference, else the job's default.
+    """
+
+    def __init__(self, name: str, supplier: SupplierLike, local_parallelism: int = -1) -> None:
+        if not isinstance(name, str) or not name:
+            raise DagValidationError(f"vertex name must be a non-empty string, got {name!r}")
+        if local_parallelism == 0 or local_parallelism < -1:
+            raise DagValidationError(
+                f"vertex {name!r}: local parallelism must be -1 (default) or >= 1, got {local_parallelism}"
+            )
+        self.name = name
+        self.meta_supplier: ProcessorMetaSupplier = to_meta_supplier(supplier)
+        self.local_parallelism = local_parallelism
+
+    def with_local_parallelism(self, local_parallelism: int) -> Vertex:
+        if local_parallelism == 0 or local_parallelism < -1:
+            raise DagValidationError(
+                f"vertex {self.name!r}: local parallelism must be -1 (default) or >= 1, got {local_parallelism}"
+            )
+        self.local_parallelism = local_parallelism
+        return self
+
+    def __repr__(self) -> str:
+        return f"Vertex({self.name!r}, local_parallelism={self.local_parallelism})"
+
+
+class DAG:
+    """Vertices and edges. Errors that can be found while building are raised at once; the rest
+    by `validate()`, which every runner calls on submit."""
+
+    def __init__(self) -> None:
+        self._vertices: dict[str, Vertex] = {}
+        self._edges: list[Edge] = []
+
+    def new_vertex(self, name: str, supplier: SupplierLike, local_parallelism: int = -1) -> Vertex:
+        """Create a vertex and add it."""
+        return self.vertex(Vertex(name, supplier, local_parallelism))
+
+    def vertex(self, vertex: Vertex) -> Vertex:
+        """Add a vertex; its name must be unique in the DAG."""
+        if vertex.name in self._vertices:
+            raise DagValidationError(f"duplicate vertex name {vertex.name!r}")
+        self._vertices[vertex.name] = vertex
+        return vertex
+
+    def edge(self, edge: Edge) -> DAG:
+        """Add an edge between two vertices of this DAG."""
+        if edge.destination is None:
+            raise DagValidationError(f"edge from {edge.source.name!r} has no destination: call .to(vertex)")
+        for end, vertex in (("source", edge.source), ("destination", edge.destination)):
+            if self._vertices.get(vertex.name) is not vertex:
+                raise DagValidationError(f"edge {edge.name}: {end} vertex {vertex.name!r} is not in this DAG")
+        for other in self._edges:
+            if other.source is edge.source and other.source_ordinal == edge.source_ordinal:
+                raise DagValidationError(
+                    f"edge {edge.name}: outbound ordinal {edge.source_ordinal} of vertex "
+                    f"{edge.source.name!r} is already used by {other.name}"
+                )
+            if other.destination is edge.destination and other.dest_ordinal == edge.dest_ordinal:
+                raise DagValidationError(
+                    f"edge {edge.name}: inbound ordinal {edge.dest_ordinal} of vertex "
+                    f"{edge.destination.name!r} is already used by {other.name}"
+                )
+        self._edges.append(edge)
+        return self
+
+    def get_vertex(self, name: str) -> Vertex:
+        try:
+            return self._vertices[name]
+        except KeyError:
+            raise DagValidationError(f"no vertex named {name!r} in the DAG") from None
+
+    @property
+    def edges(self) -> list[Edge]:
+        return list(self._edges)
+
+    def inbound_edges(self, name: str) -> list[Edge]:
+        """Edges into vertex `name`, sorted by destination ordinal."""
+        edges = [e for e in self._edges if e.destination is not None and e.destination.name == name]
+        return sorted(edges, key=lambda e: e.dest_ordinal)
+
+    def outbound_edges(self, name: str) -> list[Edge]:
+        """Edges out of vertex `name`, sorted by source ordinal."""
+        return sorted((e for e in self._edges if e.source.name == name), key=lambda e: e.source_ordinal)
+
+    def __iter__(self) -> Iterator[Vertex]:
+        """The vertices in topological order (validates the DAG first)."""
+        return iter(self.topological_order())
+
+    def __len__(self) -> int:
+        return len(self._vertices)
+
+    def topological_order(self) -> list[Vertex]:
+        """Vertices sorted so that every edge goes forward; raises on a cycle, naming its vertices."""
+        indegree = {name: 0 for name in self._vertices}
+        for e in self._edges:
+            assert e.destination is not None
+            indegree[e.destination.name] += 1
+        ready = [name for name, deg in indegree.items() if deg == 0]
+        order: list[Vertex] = []
+        while ready:
+            name = ready.pop(0)
+            order.append(self._vertices[name])
+            for e in self.outbound_edges(name):
+                assert e.destination is not None
+                indegree[e.destination.name] -= 1
+                if indegree[e.destination.name] == 0:
+                    ready.append(e.destination.name)
+        if len(order) != len(self._vertices):
+            stuck = sorted(name for name, deg in indegree.items() if deg > 0)
+            raise DagValidationError(f"the DAG has a cycle through vertices {stuck}")
+        return order
+
+    def validate(self) -> None:
+        """Check what cannot be checked while building: cycles, ordinal gaps, edge settings."""
+        if not self._vertices:
+            raise DagValidationError("the DAG has no vertices")
+        self.topological_order()
+        for vertex in self._vertices.values():
+            for kind, edges, ordinal_of in (
+                ("inbound", self.inbound_edges(vertex.name), lambda e: e.dest_ordinal),
+                ("outbound", self.outbound_edges(vertex.name), lambda e: e.source_ordinal),
+            ):
+                ordinals = [ordinal_of(e) for e in edges]
+                if ordinals != list(range(len(ordinals))):
+                    raise DagValidationError(
+                        f"vertex {vertex.name!r}: {kind} edge ordinals must be 0..{len(ordinals) - 1} "
+                        f"without gaps, got {ordinals}"
+                    )
+        for e in self._edges:
+            if e.priority == RESERVED_PRIORITY:
+                raise DagValidationError(
+                    f"edge {e.name}: priority {RESERVED_PRIORITY} is reserved for snapshot restore"
+                )
+            if e.routing is RoutingPolicy.ISOLATED and e.is_distributed:
+                raise DagValidationError(f"edge {e.name}: an isolated edge cannot be distributed")
+            if e.routing is RoutingPolicy.PARTITIONED and e.key_fn is None:
+                raise DagValidationError(f"edge {e.name}: a partitioned edge needs a key function")
+            if e.queue_size < 1:
+                raise DagValidationError(f"edge {e.name}: queue size must be >= 1, got {e.queue_size}")
+
+    def to_dot(self) -> str:
+        """The DAG in Graphviz DOT, for `dot -Tsvg`."""
+
+        def quote(text: str) -> str:
+            return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+        lines = ["digraph DAG {"]
+        for v in self._vertices.values():
+            lp = "default" if v.local_parallelism == -1 else str(v.local_parallelism)
+            lines.append(f"  {quote(v.name)} [localParallelism={lp}];")
+        for e in self._edges:
+            assert e.destination is not None
+            attrs = [f"label={quote(e.routing.value + (' distributed' if e.is_distributed else ''))}"]
+            if e.source_ordinal or e.dest_ordinal:
+                attrs.append(f"taillabel={e.source_ordinal}, headlabel={e.dest_ordinal}")
+            if e.priority:
+                attrs.append(f"priority={e.priority}")
+            if e.is_distributed:
+                attrs.append("style=bold")
+            lines.append(f"  {quote(e.source.name)} -> {quote(e.destination.name)} [{', '.join(attrs)}];")
+        lines.append("}")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"DAG(vertices={list(self._vertices)}, edges={[e.name for e in self._edges]})"

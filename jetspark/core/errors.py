@@ -1,0 +1,40 @@
+"""The errors jetspark raises, so that callers can tell a bad DAG from a failed job."""
+
+from __future__ import annotations
+
+
+class JetsparkError(Exception):
+    """Base of every error jetspark raises on its own account."""
+
+
+class DagValidationError(JetsparkError, ValueError):
+    """The DAG or its job config is malformed; raised at build or submit time, before any work."""
+
+
+class ProcessorContractError(JetsparkError):
+    """A processor broke a rule of the `Processor` contract (for example a re-offer of a new item)."""
+
+
+class TopologyChangedError(JetsparkError):
+    """A snapshot cannot be restored into the current DAG."""
+
+
+class RestartableError(JetsparkError):
+    """Raised by a processor to ask for a job restart from the last snapshot instead of a failure."""
+
+
+class JobCancelledError(JetsparkError):
+    """The job was cancelled before it completed."""
+
+
+class JobFailedError(JetsparkError):
+    """A processor failed; carries the vertex name and processor index, chained to the original error."""
+
+    def __init__(self, message: str, vertex: str | None = None, processor_index: int | None = None) -> None:
+        super().__init__(message)
+        self.vertex = vertex
+        self.processor_index = processor_index
+
+
+class JobTimeoutError(JetsparkError, TimeoutError):
+    """`Job.join(timeout)` ran out of time; the job is still running."""

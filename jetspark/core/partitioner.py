@@ -1,0 +1,55 @@
+"""Stable key -> partition mapping, identical in every process and every Python run.
+
+Python's `hash()` is salted per process, so it can never decide where a key goes. A key is first
+turned into canonical bytes (`key_bytes`), then hashed with CRC-32 and reduced modulo the partition
+count. The canonical form covers str, bytes, int, float, bool, None and tuples of them; any other key
+falls back to pickle protocol 4, which is stable for a given class definition.
+"""
+
+from __future__ import annotations
+
+import pickle
+import struct
+import zlib
+from typing import Any, Protocol
+
+DEFAULT_PARTITION_COUNT = 271
+
+
+def key_bytes(key: Any) -> bytes:
+    """Canonical bytes of a key: equal keys of the supported types give equal bytes everywhere."""
+    cls = key.__class__
+    if cls is str:
+        return b"s" + key.encode("utf-8", "surrogatepass")
+    if cls is int:
+        return b"i" + str(key).encode()
+    if cls is bytes:
+        return b"b" + key
+    if cls is tuple:
+        parts = [key_bytes(part) for part in key]
+        return b"t" + b"".join(struct.pack(">I", len(p)) + p for p in parts)
+    if cls is bool:
+        return b"T" if key else b"F"
+    if key is None:
+        return b"N"
+    if cls is float:
+        if key.is_integer():
+            return b"i" + str(int(key)).encode()  # 2.0 == 2, so they must share a partition
+        return b"f" + struct.pack(">d", key)
+    return b"p" + pickle.dumps(key, protocol=4)
+
+
+def stable_hash(key: Any) -> int:
+    """A non-negative 32-bit hash of `key_bytes(key)`."""
+    return zlib.crc32(key_bytes(key))
+
+
+class Partitioner(Protocol):
+    """Maps a partitioning key to a partition id in `[0, partition_count)`."""
+
+    def __call__(self, key: Any, partition_count: int) -> int: ...
+
+
+def default_partitioner(key: Any, partition_count: int) -> int:
+    """The partitioner used when an edge names none: `stable_hash(key) % partition_count`."""
+    return zlib.crc32(key_bytes(key)) % partition_count

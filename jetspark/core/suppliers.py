@@ -1,0 +1,120 @@
+"""Suppliers: how a vertex makes its processors, on the coordinator and then on each member.
+
+A `ProcessorMetaSupplier` runs once per execution on the coordinator (the Spark driver, or the
+local runner) and hands each member a `ProcessorSupplier`, or None when that member needs no
+processor of the vertex (pruning). The `ProcessorSupplier` then makes the member's processors.
+Both travel to executors with cloudpickle, so they must be picklable.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Mapping, Sequence
+from typing import Union
+
+from jetspark.core.context import MetaSupplierContext, SupplierContext
+from jetspark.core.processor import Processor
+
+
+class ProcessorSupplier(abc.ABC):
+    """Makes the processors of one vertex on one member."""
+
+    def init(self, context: SupplierContext) -> None:  # noqa: B027
+        """Called once on the member before `get`."""
+
+    @abc.abstractmethod
+    def get(self, count: int) -> Sequence[Processor]:
+        """Return `count` new processors, one per local processor index."""
+
+    def close(self, error: BaseException | None) -> None:  # noqa: B027
+        """Called after every processor of this member was closed; `error` is the job's failure."""
+
+    @staticmethod
+    def of(factory: Callable[[], Processor]) -> ProcessorSupplier:
+        """A supplier that calls `factory` once per processor."""
+        return _FactorySupplier(factory)
+
+
+class _FactorySupplier(ProcessorSupplier):
+    def __init__(self, factory: Callable[[], Processor]) -> None:
+        self.factory = factory
+
+    def get(self, count: int) -> list[Processor]:
+        return [self.factory() for _ in range(count)]
+
+    def __repr__(self) -> str:
+        return f"ProcessorSupplier.of({getattr(self.factory, '__qualname__', self.factory)!r})"
+
+
+MemberSuppliers = Union[Callable[[int], "ProcessorSupplier | None"], Mapping[int, "ProcessorSupplier | None"]]
+
+
+class ProcessorMetaSupplier(abc.ABC):
+    """Decides, on the coordinator, which supplier each member gets."""
+
+    def preferred_local_parallelism(self) -> int:
+        """Local parallelism this vertex wants, or -1 to accept the vertex's or job's default."""
+        return -1
+
+    def init(self, context: MetaSupplierContext) -> None:  # noqa: B027
+        """Called once on the coordinator before `get`."""
+
+    @abc.abstractmethod
+    def get(self, member_indexes: Sequence[int]) -> MemberSuppliers:
+        """Map each member index to its supplier, or to None when the member runs no processor."""
+
+    def does_work_without_input(self) -> bool:
+        """False if a processor whose inbound edges were all pruned away would do nothing.
+
+        The planner then drops such processors, and members left with no work. Default: True.
+        """
+        return True
+
+    def close(self, error: BaseException | None) -> None:  # noqa: B027
+        """Called on the coordinator after the job ended; `error` is its failure, if any."""
+
+    @staticmethod
+    def of(
+        supplier: ProcessorSupplier | Callable[[], Processor], preferred_local_parallelism: int = -1
+    ) -> ProcessorMetaSupplier:
+        """A meta supplier that gives every member the same supplier."""
+        if not isinstance(supplier, ProcessorSupplier):
+            supplier = ProcessorSupplier.of(supplier)
+        return _SameEverywhere(supplier, preferred_local_parallelism)
+
+
+class _SameEverywhere(ProcessorMetaSupplier):
+    def __init__(self, supplier: ProcessorSupplier, preferred_local_parallelism: int) -> None:
+        self.supplier = supplier
+        self._preferred = preferred_local_parallelism
+
+    def preferred_local_parallelism(self) -> int:
+        return self._preferred
+
+    def get(self, member_indexes: Sequence[int]) -> MemberSuppliers:
+        return {index: self.supplier for index in member_indexes}
+
+    def __repr__(self) -> str:
+        return f"ProcessorMetaSupplier.of({self.supplier!r})"
+
+
+SupplierLike = Union[ProcessorMetaSupplier, ProcessorSupplier, Callable[[], Processor]]
+
+
+def to_meta_supplier(supplier: SupplierLike) -> ProcessorMetaSupplier:
+    """Accept a meta supplier, a supplier, or a zero-argument callable returning a processor."""
+    if isinstance(supplier, ProcessorMetaSupplier):
+        return supplier
+    if isinstance(supplier, ProcessorSupplier) or callable(supplier):
+        return ProcessorMetaSupplier.of(supplier)
+    raise TypeError(
+        "expected a ProcessorMetaSupplier, a ProcessorSupplier or a callable returning a Processor, "
+        f"got {type(supplier).__name__}"
+    )
+
+
+def resolve_member_supplier(suppliers: MemberSuppliers, member_index: int) -> ProcessorSupplier | None:
+    """Look up a member's supplier in what `ProcessorMetaSupplier.get` returned (mapping or callable)."""
+    if isinstance(suppliers, Mapping):
+        return suppliers.get(member_index)
+    return suppliers(member_index)
