@@ -9,6 +9,10 @@ import attrs
 
 from jetspark.core.config import JobConfig, ProcessingGuarantee
 
+#: Key in `ProcessorContext.attributes` of the runner's result collector: an object with
+#: `add(vertex_name, items)`, where collecting sinks put what the job handle returns.
+RESULTS_ATTRIBUTE = "jetspark.results"
+
 
 @attrs.frozen(kw_only=True)
 class MetaSupplierContext:

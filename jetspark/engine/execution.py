@@ -1,0 +1,132 @@
+"""An execution: runs a set of tasklets to the end, or until it fails or is cancelled.
+
+Cooperative tasklets share the calling thread: each loop calls every one of them, and the loop
+backs off (sleeping a little longer each time, up to 1 ms) only when none made progress.
+Non-cooperative tasklets each get a thread with the same loop (back-off up to 5 ms). The first
+exception fails the execution with the processor named; every processor is then closed exactly
+once and nothing is left running.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+from jetspark.core.errors import JobFailedError
+from jetspark.engine.tasklet import ProcessorTasklet
+
+
+class IdleStrategy:
+    """Spin a few rounds, then sleep from `min_sleep` doubling up to `max_sleep` seconds."""
+
+    __slots__ = ("_idle", "_sleep", "_min", "_max")
+
+    def __init__(self, min_sleep: float = 25e-6, max_sleep: float = 1e-3) -> None:
+        self._idle = 0
+        self._min = min_sleep
+        self._max = max_sleep
+        self._sleep = min_sleep
+
+    def idle(self) -> None:
+        self._idle += 1
+        if self._idle <= 10:
+            return
+        if self._idle <= 20:
+            time.sleep(0)
+            return
+        time.sleep(self._sleep)
+        self._sleep = min(self._sleep * 2, self._max)
+
+    def reset(self) -> None:
+        self._idle = 0
+        self._sleep = self._min
+
+
+class Execution:
+    def __init__(self, tasklets: Sequence[ProcessorTasklet], on_tick: Callable[[], None] | None = None) -> None:
+        self.tasklets = list(tasklets)
+        self._on_tick = on_tick or (lambda: None)
+        self._stop = threading.Event()
+        self._error_lock = threading.Lock()
+        self.error: BaseException | None = None
+
+    def cancel(self) -> None:
+        self._stop.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._stop.is_set() and self.error is None
+
+    def _fail(self, tasklet: ProcessorTasklet | None, error: BaseException) -> None:
+        with self._error_lock:
+            if self.error is None:
+                if tasklet is not None and not isinstance(error, JobFailedError):
+                    wrapped = JobFailedError(
+                        f"{tasklet.name} failed: {type(error).__name__}: {error}",
+                        vertex=tasklet.context.vertex_name,
+                        processor_index=tasklet.context.global_processor_index,
+                    )
+                    wrapped.__cause__ = error
+                    self.error = wrapped
+                else:
+                    self.error = error
+        self._stop.set()
+
+    def run(self) -> None:
+        """Run to the end; afterwards `error` holds the failure, if any. Closes every processor."""
+        threads: list[threading.Thread] = []
+        try:
+            for tasklet in self.tasklets:
+                try:
+                    tasklet.init()
+                except BaseException as error:
+                    self._fail(tasklet, error)
+                    return
+            cooperative = [t for t in self.tasklets if t.is_cooperative]
+            for tasklet in self.tasklets:
+                if not tasklet.is_cooperative:
+                    thread = threading.Thread(
+                        target=self._run_loop, args=([tasklet], 5e-3, False), name=tasklet.name, daemon=True
+                    )
+                    threads.append(thread)
+                    thread.start()
+            self._run_loop(cooperative, 1e-3, True)
+            for thread in threads:
+                while thread.is_alive():
+                    thread.join(0.05)
+                    self._on_tick_safe()
+        finally:
+            self._stop.set()
+            for thread in threads:
+                thread.join()
+            for tasklet in self.tasklets:
+                tasklet.close()
+
+    def _on_tick_safe(self) -> None:
+        try:
+            self._on_tick()
+        except BaseException as error:
+            self._fail(None, error)
+
+    def _run_loop(self, tasklets: list[ProcessorTasklet], max_sleep: float, ticks: bool) -> None:
+        idle = IdleStrategy(max_sleep=max_sleep)
+        active = list(tasklets)
+        stop = self._stop
+        while active and not stop.is_set():
+            progress = False
+            for tasklet in active:
+                try:
+                    if tasklet.call():
+                        progress = True
+                except BaseException as error:
+                    self._fail(tasklet, error)
+                    return
+            if any(t.is_done for t in active):
+                active = [t for t in active if not t.is_done]
+            if ticks:
+                self._on_tick_safe()
+            if progress:
+                idle.reset()
+            else:
+                idle.idle()

@@ -1,0 +1,240 @@
+"""The engine's Outbox: per-ordinal buffers flushed into outbound collectors.
+
+`offer` appends to the ordinal's buffer and fails once the buffer holds `batch_size` items (Jet's
+per-call batch budget); the tasklet flushes the buffers into the downstream queues after every
+call, so back-pressure from full queues shows up as full buffers. The hot path is a length check
+and an append. Watermarks and other special items first flush the buffer (order is kept), then go
+to every downstream queue.
+
+Contract checks: after a rejected offer, the next offer must be of the same item (`==`) to the
+same ordinals, else `ProcessorContractError`; offers are refused with that error while the
+tasklet forbids them (from `snapshot_commit_finish`); `offer_to_snapshot` only while the tasklet
+allows it (from `save_to_snapshot` and `snapshot_commit_prepare`).
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from jetspark.core.errors import ProcessorContractError
+from jetspark.core.outbox import Outbox
+from jetspark.core.watermark import Watermark
+from jetspark.engine.routing import OutboundCollector
+
+_NOTHING: Any = object()
+DEFAULT_BATCH_SIZE = 1024
+SnapshotSink = Callable[[list[tuple[Any, bytes]]], None]
+
+
+def _same_item(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
+
+
+class OutboxImpl(Outbox):
+    """Outbox of one processor. `owner` names the processor in error messages."""
+
+    def __init__(
+        self,
+        collectors: Sequence[OutboundCollector],
+        owner: str,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        snapshot_sink: SnapshotSink | None = None,
+    ) -> None:
+        self.collectors = list(collectors)
+        self.owner = owner
+        self.batch_size = batch_size
+        self.buffers: list[list[Any]] = [[] for _ in self.collectors]
+        self.snapshot_buffer: list[tuple[Any, bytes]] = []
+        self._snapshot_sink = snapshot_sink
+        self._unfinished_item: Any = _NOTHING
+        self._unfinished_ordinals: tuple[int, ...] = ()
+        self._accepted: set[int] = set()
+        self._forbidden_by: str | None = None
+        self._snapshot_allowed_in: str | None = None
+        self.emitted_count = 0
+        self.progress = False
+        all_ordinals = tuple(range(len(self.collectors)))
+        self._all_ordinals = all_ordinals
+        if len(self.collectors) == 1:
+            self.offer = self._offer_single  # type: ignore[method-assign]
+
+    # ---- Outbox ---------------------------------------------------------------------------
+
+    def bucket_count(self) -> int:
+        return len(self.collectors)
+
+    def has_unfinished_item(self) -> bool:
+        return self._unfinished_item is not _NOTHING
+
+    def offer(self, item: Any) -> bool:
+        return self._offer_to_ordinals(self._all_ordinals, item)
+
+    def _offer_single(self, item: Any) -> bool:
+        if self._unfinished_item is not _NOTHING or self._forbidden_by is not None or item.__class__ is Watermark:
+            return self._offer_to_ordinals(self._all_ordinals, item)
+        buffer = self.buffers[0]
+        if len(buffer) >= self.batch_size:
+            self._reject(item, self._all_ordinals)
+            return False
+        buffer.append(item)
+        return True
+
+    def offer_to(self, ordinal: int | Sequence[int], item: Any) -> bool:
+        if isinstance(ordinal, int):
+            if ordinal == -1:
+                ordinals = self._all_ordinals
+            else:
+                self._check_ordinal(ordinal)
+                ordinals = (ordinal,)
+        else:
+            ordinals = tuple(ordinal)
+            for one in ordinals:
+                self._check_ordinal(one)
+        return self._offer_to_ordinals(ordinals, item)
+
+    def offer_to_snapshot(self, key: Any, value: Any) -> bool:
+        if self._snapshot_allowed_in is None:
+            raise ProcessorContractError(
+                f"{self.owner}: offer_to_snapshot() is allowed only from save_to_snapshot() and "
+                "snapshot_commit_prepare()"
+            )
+        self._check_reoffer(-2, (key, value))
+        if len(self.snapshot_buffer) >= self.batch_size:
+            self._reject((key, value), (-2,))
+            return False
+        try:
+            value_bytes = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as error:
+            raise ProcessorContractError(
+                f"{self.owner}: snapshot value for key {key!r} cannot be pickled: {error}"
+            ) from error
+        self.snapshot_buffer.append((key, value_bytes))
+        self._clear_unfinished()
+        self.progress = True
+        return True
+
+    # ---- engine side ----------------------------------------------------------------------
+
+    def forbid_offers(self, method: str | None) -> None:
+        """While set, any offer raises: `method` must not emit (e.g. snapshot_commit_finish)."""
+        self._forbidden_by = method
+
+    def allow_snapshot_offers(self, method: str | None) -> None:
+        self._snapshot_allowed_in = method
+
+    def flush(self) -> bool:
+        """Move buffered items downstream; True when every buffer is empty afterwards."""
+        done = True
+        for ordinal, buffer in enumerate(self.buffers):
+            if buffer and not self._flush_ordinal(ordinal):
+                done = False
+        if self.snapshot_buffer and self._snapshot_sink is not None:
+            self._snapshot_sink(self.snapshot_buffer)
+            self.snapshot_buffer = []
+        return done
+
+    def offer_special_to_all(self, item: Any) -> bool:
+        """Flush, then send a special item (barrier, DONE) to every queue of every ordinal."""
+        if not self.flush():
+            return False
+        for collector in self.collectors:
+            collector.offer_special(item)
+        self.progress = True
+        return True
+
+    def buffered(self) -> int:
+        """Items waiting in the buffers; the tasklet compares it around a call to detect progress."""
+        return sum(len(buffer) for buffer in self.buffers) + len(self.snapshot_buffer)
+
+    def is_empty(self) -> bool:
+        return not any(self.buffers) and not self.snapshot_buffer
+
+    # ---- internals ------------------------------------------------------------------------
+
+    def _flush_ordinal(self, ordinal: int) -> bool:
+        buffer = self.buffers[ordinal]
+        taken = self.collectors[ordinal].offer_items(buffer)
+        if taken == 0:
+            return False
+        self.emitted_count += taken
+        if taken == len(buffer):
+            self.buffers[ordinal] = []
+            return True
+        del buffer[:taken]
+        return False
+
+    def _check_ordinal(self, ordinal: int) -> None:
+        if not 0 <= ordinal < len(self.collectors):
+            raise ProcessorContractError(
+                f"{self.owner}: ordinal {ordinal} out of range; the vertex has {len(self.collectors)} "
+                "outbound edge(s)"
+            )
+
+    def _check_reoffer(self, ordinal_key: Any, item: Any) -> None:
+        if self._forbidden_by is not None:
+            raise ProcessorContractError(f"{self.owner}: {self._forbidden_by}() must not emit, but offered {item!r}")
+        if self._unfinished_item is _NOTHING:
+            return
+        if ordinal_key == -2:
+            same = self._unfinished_ordinals == (-2,) and _same_item(self._unfinished_item, item)
+        else:
+            same = self._unfinished_ordinals == ordinal_key and _same_item(self._unfinished_item, item)
+        if not same:
+            raise ProcessorContractError(
+                f"{self.owner}: offered {item!r} after the outbox rejected {self._unfinished_item!r}; "
+                "after a rejected offer the same item must be offered again to the same ordinals"
+            )
+
+    def _reject(self, item: Any, ordinals: tuple[int, ...]) -> None:
+        self._unfinished_item = item
+        self._unfinished_ordinals = ordinals
+
+    def _clear_unfinished(self) -> None:
+        self._unfinished_item = _NOTHING
+        self._unfinished_ordinals = ()
+        self._accepted = set()
+
+    def _offer_to_ordinals(self, ordinals: tuple[int, ...], item: Any) -> bool:
+        self._check_reoffer(ordinals, item)
+        if item is None:
+            raise ProcessorContractError(f"{self.owner}: None cannot be offered")
+        if item.__class__ is Watermark:
+            return self._offer_watermark(ordinals, item)
+        accepted = self._accepted
+        for ordinal in ordinals:
+            if ordinal in accepted:
+                continue
+            buffer = self.buffers[ordinal]
+            if len(buffer) >= self.batch_size:
+                continue
+            buffer.append(item)
+            accepted.add(ordinal)
+            self.progress = True
+        if len(accepted) == len(ordinals):
+            self._clear_unfinished()
+            return True
+        self._reject(item, ordinals)
+        return False
+
+    def _offer_watermark(self, ordinals: tuple[int, ...], watermark: Watermark) -> bool:
+        accepted = self._accepted
+        for ordinal in ordinals:
+            if ordinal in accepted:
+                continue
+            if self.buffers[ordinal] and not self._flush_ordinal(ordinal):
+                continue
+            self.collectors[ordinal].offer_special(watermark)
+            accepted.add(ordinal)
+            self.progress = True
+        if len(accepted) == len(ordinals):
+            self._clear_unfinished()
+            return True
+        self._reject(watermark, ordinals)
+        return False

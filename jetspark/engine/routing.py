@@ -1,0 +1,153 @@
+"""Outbound collectors: route a producer's buffered items of one ordinal to consumer queues.
+
+`offer_items(items)` moves as many items from the head of `items` as the queues have room for,
+preserving order, and returns how many it took. When it takes all of them, it may keep the list
+itself (no copy), so the caller must not reuse it. Special items go to every queue of the edge,
+whatever the routing policy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from jetspark.core.partitioner import Partitioner
+from jetspark.engine.queue import BoundedQueue
+
+
+class OutboundCollector:
+    """Routes to `queues`; subclasses pick which queue gets which item."""
+
+    __slots__ = ("queues",)
+
+    def __init__(self, queues: Sequence[BoundedQueue]) -> None:
+        self.queues = list(queues)
+
+    def offer_items(self, items: list[Any]) -> int:
+        raise NotImplementedError
+
+    def offer_special(self, item: Any) -> None:
+        for queue in self.queues:
+            queue.put_special(item)
+
+
+class DroppingCollector(OutboundCollector):
+    """For an ordinal without consumers: accepts and drops everything."""
+
+    def __init__(self) -> None:
+        super().__init__(())
+
+    def offer_items(self, items: list[Any]) -> int:
+        return len(items)
+
+
+class UnicastCollector(OutboundCollector):
+    """Round-robin over the queues, chunk by chunk, skipping full ones."""
+
+    __slots__ = ("_next",)
+
+    def __init__(self, queues: Sequence[BoundedQueue], start: int = 0) -> None:
+        super().__init__(queues)
+        self._next = start % len(self.queues) if self.queues else 0
+
+    def offer_items(self, items: list[Any]) -> int:
+        queues = self.queues
+        count = len(queues)
+        total = len(items)
+        taken = 0
+        for _ in range(count):
+            queue = queues[self._next]
+            self._next = (self._next + 1) % count
+            room = queue.room()
+            if room <= 0:
+                continue
+            if taken == 0 and room >= total:
+                queue.put_chunk(items)
+                return total
+            end = min(total, taken + room)
+            queue.put_chunk(items[taken:end])
+            taken = end
+            if taken == total:
+                break
+        return taken
+
+
+class BroadcastCollector(OutboundCollector):
+    """Every queue gets every item; the chunk list is shared (consumers never mutate it)."""
+
+    def offer_items(self, items: list[Any]) -> int:
+        room = min(queue.room() for queue in self.queues)
+        if room <= 0:
+            return 0
+        chunk = items if room >= len(items) else items[:room]
+        for queue in self.queues:
+            queue.put_chunk(chunk)
+        return len(chunk)
+
+
+class FanoutCollector(OutboundCollector):
+    """Every member gets every item; within a member the items go round-robin."""
+
+    __slots__ = ("_per_member",)
+
+    def __init__(self, queues_by_member: Sequence[Sequence[BoundedQueue]]) -> None:
+        super().__init__([queue for member in queues_by_member for queue in member])
+        self._per_member = [UnicastCollector(member) for member in queues_by_member if member]
+
+    def offer_items(self, items: list[Any]) -> int:
+        room = min(sum(max(queue.room(), 0) for queue in member.queues) for member in self._per_member)
+        if room <= 0:
+            return 0
+        chunk = items if room >= len(items) else items[:room]
+        for member in self._per_member:
+            taken = member.offer_items(chunk)
+            assert taken == len(chunk), "fan-out room was checked before offering"
+        return len(chunk)
+
+
+class PartitionedCollector(OutboundCollector):
+    """Each item to the queue of the processor owning the partition of its key.
+
+    `queue_of_partition[p]` is the index (in `queues`) of partition p's owner. Stops at the first
+    item whose queue is full, so that items keep their order per consumer.
+    """
+
+    __slots__ = ("_key_fn", "_partitioner", "_partition_count", "_queue_of_partition")
+
+    def __init__(
+        self,
+        queues: Sequence[BoundedQueue],
+        queue_of_partition: Sequence[int],
+        key_fn: Callable[[Any], Any],
+        partitioner: Partitioner,
+    ) -> None:
+        super().__init__(queues)
+        self._key_fn = key_fn
+        self._partitioner = partitioner
+        self._partition_count = len(queue_of_partition)
+        self._queue_of_partition = list(queue_of_partition)
+
+    def target_of(self, item: Any) -> int:
+        """Index in `queues` of the consumer that must receive `item`."""
+        return self._queue_of_partition[self._partitioner(self._key_fn(item), self._partition_count)]
+
+    def offer_items(self, items: list[Any]) -> int:
+        queues = self.queues
+        rooms = [queue.room() for queue in queues]
+        batches: list[list[Any]] = [[] for _ in queues]
+        key_fn = self._key_fn
+        partitioner = self._partitioner
+        count = self._partition_count
+        table = self._queue_of_partition
+        taken = 0
+        for item in items:
+            target = table[partitioner(key_fn(item), count)]
+            if rooms[target] <= 0:
+                break
+            rooms[target] -= 1
+            batches[target].append(item)
+            taken += 1
+        for queue, batch in zip(queues, batches):
+            if batch:
+                queue.put_chunk(batch)
+        return taken

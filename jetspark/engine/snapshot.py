@@ -1,0 +1,109 @@
+"""Snapshot coordination shared by the tasklets of one execution, and the in-memory snapshot.
+
+Phase 1 of snapshot N is requested by `start`; source tasklets see it and take their snapshot,
+other tasklets take theirs when the barrier has arrived on all inputs. Each tasklet reports with
+`phase1_done`; a tasklet that ends first reports with `tasklet_done`, so it is not waited for.
+When every expected tasklet reported, the `on_phase1_complete` callback decides success (the
+coordinator stores the snapshot) and phase 2 is requested; tasklets that took part call
+`snapshot_commit_finish(success)` and report with `phase2_done`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+#: vertex name -> list of (key, pickled value) entries, from every processor of the vertex.
+SnapshotData = dict[str, list[tuple[Any, bytes]]]
+
+
+@attrs.define
+class Snapshot:
+    """A committed snapshot held in memory."""
+
+    snapshot_id: int
+    data: SnapshotData
+    name: str | None = None
+
+
+class SnapshotContext:
+    def __init__(self, active_tasklets: int, last_snapshot_id: int = -1) -> None:
+        self._lock = threading.Lock()
+        self.active_tasklets = active_tasklets
+        #: Id of the snapshot whose phase 1 is requested (or ran last).
+        self.phase1_id = last_snapshot_id
+        self.terminal = False
+        self.export_only = False
+        self._phase1_remaining = 0
+        self._phase1_participants = 0
+        self.phase1_in_progress = False
+        self.phase2_id = last_snapshot_id
+        self.phase2_success = True
+        self._phase2_remaining = 0
+        self.phase2_in_progress = False
+        self.data: SnapshotData = {}
+        self.on_phase1_complete: Callable[[int, SnapshotData], bool] = lambda _id, _data: True
+        self.on_phase2_complete: Callable[[int], None] = lambda _id: None
+
+    @property
+    def in_progress(self) -> bool:
+        return self.phase1_in_progress or self.phase2_in_progress
+
+    def start(self, snapshot_id: int, terminal: bool = False, export_only: bool = False) -> None:
+        with self._lock:
+            assert not self.in_progress, "a snapshot is already in progress"
+            self.phase1_id = snapshot_id
+            self.terminal = terminal
+            self.export_only = export_only
+            self.data = {}
+            self._phase1_remaining = self.active_tasklets
+            self._phase1_participants = 0
+            self.phase1_in_progress = True
+            if self._phase1_remaining == 0:
+                self._complete_phase1()
+
+    def add_entries(self, vertex: str, entries: list[tuple[Any, bytes]]) -> None:
+        with self._lock:
+            self.data.setdefault(vertex, []).extend(entries)
+
+    def phase1_done(self, snapshot_id: int) -> None:
+        with self._lock:
+            assert snapshot_id == self.phase1_id and self.phase1_in_progress
+            self._phase1_participants += 1
+            self._phase1_remaining -= 1
+            if self._phase1_remaining == 0:
+                self._complete_phase1()
+
+    def tasklet_done(self, last_phase1_id: int) -> None:
+        """A tasklet ended (or will take no further snapshot); `last_phase1_id` is its last snapshot."""
+        with self._lock:
+            self.active_tasklets -= 1
+            if self.phase1_in_progress and last_phase1_id < self.phase1_id:
+                self._phase1_remaining -= 1
+                if self._phase1_remaining == 0:
+                    self._complete_phase1()
+
+    def _complete_phase1(self) -> None:
+        self.phase1_in_progress = False
+        success = self.on_phase1_complete(self.phase1_id, self.data)
+        if self.export_only:
+            self.on_phase2_complete(self.phase1_id)
+            return
+        self.phase2_success = success
+        self._phase2_remaining = self._phase1_participants
+        self.phase2_in_progress = True
+        self.phase2_id = self.phase1_id
+        if self._phase2_remaining == 0:
+            self.phase2_in_progress = False
+            self.on_phase2_complete(self.phase2_id)
+
+    def phase2_done(self, snapshot_id: int) -> None:
+        with self._lock:
+            assert snapshot_id == self.phase2_id
+            self._phase2_remaining -= 1
+            if self._phase2_remaining == 0:
+                self.phase2_in_progress = False
+                self.on_phase2_complete(snapshot_id)

@@ -1,0 +1,418 @@
+"""The tasklet: drives one processor through the contract's state machine.
+
+One `call()` advances the processor by a few steps and reports whether anything happened, so a
+worker can back off when no tasklet made progress. States, in the order a processor meets them:
+
+    RESTORE -> FINISH_RESTORE            (only when restoring from a snapshot)
+    PROCESS_WATERMARKS -> NULLARY_PROCESS -> PROCESS_INBOX   (the processing loop)
+        PROCESS_INBOX -> COMPLETE_EDGE   (an inbound edge ended)
+        PROCESS_INBOX -> SAVE_SNAPSHOT -> COMMIT_PREPARE -> EMIT_BARRIER   (barrier on all inputs)
+        any processing state -> COMMIT_FINISH -> back                   (phase 2 requested)
+    COMPLETE -> EMIT_DONE -> WAIT_PHASE2 -> CLOSED     (a source starts at COMPLETE)
+
+Invariants: a method that returned False is called again before any other (except
+`snapshot_commit_finish`); `process` gets the same inbox until it is empty; `try_process` runs
+only with an empty inbox, never before the first batch or during restore; `save_to_snapshot`
+only with an empty inbox; `snapshot_commit_finish` may not emit; `close` runs exactly once.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections import deque
+from collections.abc import Sequence
+from itertools import chain
+from typing import Any
+
+from jetspark.core.context import ProcessorContext
+from jetspark.core.processor import Processor
+from jetspark.core.watermark import Watermark
+from jetspark.engine.coalescer import WatermarkCoalescer
+from jetspark.engine.inbound import InboundStream
+from jetspark.engine.inbox import ListInbox
+from jetspark.engine.outbox import OutboxImpl
+from jetspark.engine.snapshot import SnapshotContext
+from jetspark.engine.special import DONE, SnapshotBarrier
+
+_log = logging.getLogger("jetspark.engine")
+RESTORE_BATCH = 1024
+
+
+class State(enum.Enum):
+    RESTORE = "restore"
+    FINISH_RESTORE = "finish_restore"
+    PROCESS_WATERMARKS = "process_watermarks"
+    NULLARY_PROCESS = "nullary_process"
+    PROCESS_INBOX = "process_inbox"
+    COMPLETE_EDGE = "complete_edge"
+    SAVE_SNAPSHOT = "save_snapshot"
+    COMMIT_PREPARE = "commit_prepare"
+    EMIT_BARRIER = "emit_barrier"
+    COMMIT_FINISH = "commit_finish"
+    COMPLETE = "complete"
+    EMIT_DONE = "emit_done"
+    WAIT_PHASE2 = "wait_phase2"
+    CLOSED = "closed"
+
+
+class ProcessorTasklet:
+    """Owns one processor, its inbox, outbox and inbound streams."""
+
+    def __init__(
+        self,
+        processor: Processor,
+        context: ProcessorContext,
+        outbox: OutboxImpl,
+        streams: Sequence[InboundStream],
+        snapshot_context: SnapshotContext,
+        restore_entries: list[tuple[Any, Any]] | None = None,
+    ) -> None:
+        self.processor = processor
+        self.context = context
+        self.outbox = outbox
+        self.name = f"vertex {context.vertex_name!r} processor #{context.global_processor_index}"
+        self.streams = list(streams)
+        self.snapshot_context = snapshot_context
+        self.inbox = ListInbox()
+        self.is_cooperative = bool(processor.is_cooperative())
+        priorities = sorted({s.priority for s in self.streams})
+        self._groups = [[s for s in self.streams if s.priority == p] for p in priorities]
+        self._group_index = 0
+        self._round_robin = 0
+        self._position = {id(s): i for i, s in enumerate(self.streams)}
+        self._coalescer = WatermarkCoalescer(len(self.streams), self.name)
+        self._pending_watermarks: deque[Watermark] = deque()
+        self._current_stream: InboundStream | None = None
+        self._edges_to_complete: deque[InboundStream] = deque()
+        self._chunks: list[list[Any]] = []
+        self._inbox_filled_once = False
+        self._restore_entries = restore_entries
+        self._restore_position = 0
+        self._barrier: SnapshotBarrier | None = None
+        self._resume_state = State.PROCESS_INBOX
+        self.last_snapshot_id = snapshot_context.phase1_id
+        self._phase2_done_id = snapshot_context.phase2_id
+        self.received_count = 0
+        self.closed = False
+        self.initialized = False
+        for position, stream in enumerate(self.streams):
+            if stream.is_done:  # no producer at all (pruned upstream): the edge is exhausted at once
+                self._edges_to_complete.append(stream)
+                self._pending_watermarks.extend(self._coalescer.queue_done(position))
+        if restore_entries is not None:
+            self.state = State.RESTORE
+        else:
+            self.state = self._processing_start_state()
+
+    def _processing_start_state(self) -> State:
+        return State.PROCESS_WATERMARKS if self.streams else State.COMPLETE
+
+    # ---- lifecycle ------------------------------------------------------------------------
+
+    def init(self) -> None:
+        self.processor.init(self.outbox, self.context)
+        self.initialized = True
+
+    def close(self) -> None:
+        """Close the processor once; an error is logged, never raised."""
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self.processor.close()
+        except Exception:
+            _log.exception("%s: close() failed; the error is ignored", self.name)
+
+    @property
+    def is_done(self) -> bool:
+        return self.state is State.CLOSED
+
+    # ---- one call -------------------------------------------------------------------------
+
+    def call(self) -> bool:
+        """Advance the processor by up to four state-machine steps; True if anything happened.
+
+        A state change alone is not progress, so a tasklet polling empty queues lets its worker
+        back off; taking from the inbox, emitting, draining a queue or a returned True is.
+        """
+        outbox = self.outbox
+        buffered_before = outbox.buffered()
+        emitted_before = outbox.emitted_count
+        progress = False
+        for _ in range(4):
+            state = self.state
+            if self._step(state):
+                progress = True
+            if self.state is state or self.state is State.CLOSED:
+                break
+        if outbox.buffered() != buffered_before:
+            progress = True
+        outbox.flush()
+        return progress or outbox.emitted_count != emitted_before
+
+    def _step(self, state: State) -> bool:
+        if state is State.PROCESS_INBOX:
+            return self._process_inbox()
+        if state is State.PROCESS_WATERMARKS:
+            return self._process_watermarks()
+        if state is State.NULLARY_PROCESS:
+            if self._inbox_filled_once and not self.processor.try_process():
+                return False
+            self.state = State.PROCESS_INBOX
+            return False
+        if state is State.COMPLETE:
+            return self._complete()
+        if state is State.COMPLETE_EDGE:
+            stream = self._edges_to_complete[0]
+            if self.processor.complete_edge(stream.ordinal):
+                self._edges_to_complete.popleft()
+                self.state = State.PROCESS_INBOX
+                return True
+            return False
+        if state is State.SAVE_SNAPSHOT:
+            return self._save_snapshot()
+        if state is State.COMMIT_PREPARE:
+            self.outbox.allow_snapshot_offers("snapshot_commit_prepare")
+            try:
+                done = self.processor.snapshot_commit_prepare()
+            finally:
+                self.outbox.allow_snapshot_offers(None)
+            if done:
+                self.state = State.EMIT_BARRIER
+            return done
+        if state is State.EMIT_BARRIER:
+            return self._emit_barrier()
+        if state is State.COMMIT_FINISH:
+            return self._commit_finish()
+        if state is State.RESTORE:
+            return self._restore()
+        if state is State.FINISH_RESTORE:
+            if self.processor.finish_snapshot_restore():
+                self.state = self._processing_start_state()
+                return True
+            return False
+        if state is State.EMIT_DONE:
+            if self.outbox.offer_special_to_all(DONE):
+                self.snapshot_context.tasklet_done(self.last_snapshot_id)
+                self.state = State.WAIT_PHASE2
+                return True
+            return False
+        if state is State.WAIT_PHASE2:
+            if self._phase2_pending():
+                self._resume_state = State.WAIT_PHASE2
+                self.state = State.COMMIT_FINISH
+                return True
+            if self._phase2_outstanding():
+                return False
+            self.close()
+            self.state = State.CLOSED
+            return True
+        return False
+
+    # ---- processing -----------------------------------------------------------------------
+
+    def _process_inbox(self) -> bool:
+        if self._phase2_pending():
+            self._resume_state = State.PROCESS_INBOX
+            self.state = State.COMMIT_FINISH
+            return True
+        inbox = self.inbox
+        if inbox.is_empty():
+            barrier = self._aligned_barrier()
+            if barrier is not None:
+                return self._begin_snapshot(barrier)
+            progress = self._fill_inbox()
+            if inbox.is_empty():
+                return self._after_empty_inbox() or progress
+        stream = self._current_stream
+        assert stream is not None
+        size = inbox.size()
+        self.processor.process(stream.ordinal, inbox)
+        if inbox.is_empty():
+            inbox.clear()
+            self._after_empty_inbox()
+            return True
+        return inbox.size() != size
+
+    def _fill_inbox(self) -> bool:
+        progress = False
+        while self._group_index < len(self._groups):
+            group = self._groups[self._group_index]
+            count = len(group)
+            for step in range(count):
+                stream = group[(self._round_robin + step) % count]
+                if stream.is_done:
+                    continue
+                chunks = self._chunks
+                if stream.drain_to(chunks):
+                    progress = True
+                if stream.pending_watermarks:
+                    self._observe_edge_watermarks(stream)
+                if stream.is_done:
+                    self._edges_to_complete.append(stream)
+                    self._pending_watermarks.extend(self._coalescer.queue_done(self._position[id(stream)]))
+                if chunks:
+                    items = chunks[0] if len(chunks) == 1 else list(chain.from_iterable(chunks))
+                    chunks.clear()
+                    self.inbox.fill(items)
+                    self.received_count += len(items)
+                    self._current_stream = stream
+                    self._inbox_filled_once = True
+                    self._round_robin = (self._round_robin + step + 1) % count
+                    return True
+            if all(s.is_done for s in group):
+                self._group_index += 1
+                self._round_robin = 0
+                continue
+            break
+        return progress
+
+    def _observe_edge_watermarks(self, stream: InboundStream) -> None:
+        position = self._position[id(stream)]
+        for watermark in stream.pending_watermarks:
+            self._pending_watermarks.extend(self._coalescer.observe(position, watermark))
+        stream.pending_watermarks.clear()
+
+    def _after_empty_inbox(self) -> bool:
+        """The inbox is empty: pick the next state. True when that is more than the usual loop."""
+        if self._edges_to_complete:
+            self.state = State.COMPLETE_EDGE
+            return True
+        barrier = self._aligned_barrier()
+        if barrier is not None:
+            return self._begin_snapshot(barrier)
+        if self._group_index >= len(self._groups):
+            self.state = State.COMPLETE
+            return True
+        self.state = State.PROCESS_WATERMARKS
+        return False
+
+    def _begin_snapshot(self, barrier: SnapshotBarrier) -> bool:
+        self._barrier = barrier
+        self._resume_state = State.PROCESS_INBOX
+        self.state = State.SAVE_SNAPSHOT
+        return True
+
+    def _aligned_barrier(self) -> SnapshotBarrier | None:
+        """The barrier that has arrived on every inbound edge that is not done, if any."""
+        barrier: SnapshotBarrier | None = None
+        for stream in self.streams:
+            if stream.barrier is not None:
+                barrier = stream.barrier
+        if barrier is None:
+            return None
+        for stream in self.streams:
+            if not (stream.is_done or stream.barrier_complete):
+                return None
+        return barrier
+
+    def _process_watermarks(self) -> bool:
+        pending = self._pending_watermarks
+        if not pending:
+            self.state = State.NULLARY_PROCESS
+            return False
+        watermark = pending[0]
+        if watermark.is_idle():
+            done = self.outbox.offer(watermark) if self.outbox.bucket_count() else True
+        else:
+            done = self.processor.try_process_watermark(watermark)
+        if done:
+            pending.popleft()
+        return done
+
+    def _complete(self) -> bool:
+        if self._phase2_pending():
+            self._resume_state = State.COMPLETE
+            self.state = State.COMMIT_FINISH
+            return True
+        snapshot = self.snapshot_context
+        if snapshot.phase1_in_progress and snapshot.phase1_id > self.last_snapshot_id:
+            self._barrier = SnapshotBarrier(snapshot.phase1_id, snapshot.terminal, snapshot.export_only)
+            self._resume_state = State.COMPLETE
+            self.state = State.SAVE_SNAPSHOT
+            return True
+        if self.processor.complete():
+            self.state = State.EMIT_DONE
+            return True
+        return False
+
+    # ---- snapshots ------------------------------------------------------------------------
+
+    def _save_snapshot(self) -> bool:
+        self.outbox.allow_snapshot_offers("save_to_snapshot")
+        try:
+            done = self.processor.save_to_snapshot()
+        finally:
+            self.outbox.allow_snapshot_offers(None)
+        if done:
+            assert self._barrier is not None
+            self.state = State.EMIT_BARRIER if self._barrier.is_export_only else State.COMMIT_PREPARE
+        return done
+
+    def _emit_barrier(self) -> bool:
+        barrier = self._barrier
+        assert barrier is not None
+        if not self.outbox.offer_special_to_all(barrier):
+            return False
+        for stream in self.streams:
+            stream.reset_barrier()
+        self.last_snapshot_id = barrier.snapshot_id
+        self._barrier = None
+        self.snapshot_context.phase1_done(barrier.snapshot_id)
+        if barrier.is_terminal:
+            self.snapshot_context.tasklet_done(self.last_snapshot_id)
+            self._resume_state = State.WAIT_PHASE2
+            self.state = State.WAIT_PHASE2
+        else:
+            self.state = self._resume_state
+        return True
+
+    def _phase2_pending(self) -> bool:
+        snapshot = self.snapshot_context
+        return (
+            snapshot.phase2_id > self._phase2_done_id
+            and snapshot.phase2_id <= self.last_snapshot_id
+            and not snapshot.export_only
+        )
+
+    def _phase2_outstanding(self) -> bool:
+        """This processor took part in a snapshot whose phase 2 has not been requested yet."""
+        snapshot = self.snapshot_context
+        return self.last_snapshot_id > self._phase2_done_id and not snapshot.export_only and (
+            snapshot.phase1_in_progress or snapshot.phase2_in_progress
+        )
+
+    def _commit_finish(self) -> bool:
+        snapshot = self.snapshot_context
+        self.outbox.forbid_offers("snapshot_commit_finish")
+        try:
+            done = self.processor.snapshot_commit_finish(snapshot.phase2_success)
+        finally:
+            self.outbox.forbid_offers(None)
+        if done:
+            self._phase2_done_id = snapshot.phase2_id
+            snapshot.phase2_done(snapshot.phase2_id)
+            self.state = self._resume_state
+        return done
+
+    def _restore(self) -> bool:
+        inbox = self.inbox
+        entries = self._restore_entries
+        assert entries is not None
+        if inbox.is_empty():
+            if self._restore_position >= len(entries):
+                inbox.clear()
+                self._restore_entries = None
+                self.state = State.FINISH_RESTORE
+                return True
+            end = self._restore_position + RESTORE_BATCH
+            inbox.fill(entries[self._restore_position : end])
+            self._restore_position = min(end, len(entries))
+        size = inbox.size()
+        self.processor.restore_from_snapshot(inbox)
+        return inbox.size() != size
+
+    def __repr__(self) -> str:
+        return f"ProcessorTasklet({self.name}, state={self.state.value})"
+

@@ -1,0 +1,237 @@
+"""The execution plan: resolved parallelism, member suppliers, and edge routing targets.
+
+Built once per execution on the coordinator. `consumers_of` tells, for one producer processor and
+one edge, which consumer processors it sends to and how partitions map onto them; runners turn
+that into queues (in process) or shuffle targets (Spark).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Sequence
+
+import attrs
+
+from jetspark.core.config import JobConfig
+from jetspark.core.context import MetaSupplierContext, ProcessorContext, SupplierContext
+from jetspark.core.dag import DAG, Vertex
+from jetspark.core.edge import Edge, RoutingPolicy
+from jetspark.core.errors import DagValidationError
+from jetspark.core.partitioner import DEFAULT_PARTITION_COUNT
+from jetspark.core.processor import Processor
+from jetspark.core.suppliers import ProcessorSupplier, resolve_member_supplier
+from jetspark.planning.partitions import PartitionArrangement
+
+ProcessorId = tuple[int, int]  # (member index, local index)
+
+
+@attrs.define
+class VertexPlan:
+    vertex: Vertex
+    local_parallelism: int
+    #: member index -> supplier, None where the member runs no processor of this vertex.
+    suppliers: dict[int, ProcessorSupplier | None]
+    inbound: list[Edge]
+    outbound: list[Edge]
+
+    @property
+    def name(self) -> str:
+        return self.vertex.name
+
+    def members(self) -> list[int]:
+        return [m for m, s in self.suppliers.items() if s is not None]
+
+    def processor_ids(self) -> list[ProcessorId]:
+        return [(m, i) for m in self.members() for i in range(self.local_parallelism)]
+
+
+@attrs.define
+class EdgeTargets:
+    """Where one producer sends on one edge: `consumers`, and for partitioned edges
+    `partition_to_consumer[p]` = index in `consumers` of the owner of partition p."""
+
+    consumers: list[ProcessorId]
+    partition_to_consumer: list[int] | None = None
+    consumers_by_member: list[list[int]] | None = None
+
+
+@attrs.define
+class ExecutionPlan:
+    dag: DAG
+    config: JobConfig
+    job_id: str
+    execution_id: str
+    member_count: int
+    arrangement: PartitionArrangement
+    vertices: dict[str, VertexPlan]
+    logger: logging.Logger
+    _consumer_cache: dict[tuple[int, ProcessorId], set[ProcessorId]] = attrs.field(factory=dict, init=False)
+
+    def vertex_plan(self, name: str) -> VertexPlan:
+        return self.vertices[name]
+
+    def processor_context(self, vertex: str, member: int, local_index: int) -> ProcessorContext:
+        vp = self.vertices[vertex]
+        lp = vp.local_parallelism
+        return ProcessorContext(
+            **self._supplier_context_fields(vp, member),
+            local_processor_index=local_index,
+            global_processor_index=member * lp + local_index,
+            processor_partitions=self.arrangement.processor_partitions(member, local_index, lp),
+        )
+
+    def supplier_context(self, vertex: str, member: int) -> SupplierContext:
+        return SupplierContext(**self._supplier_context_fields(self.vertices[vertex], member))
+
+    def _supplier_context_fields(self, vp: VertexPlan, member: int) -> dict[str, object]:
+        fields = _meta_fields(self, vp.vertex, vp.local_parallelism)
+        fields["member_index"] = member
+        fields["member_partitions"] = self.arrangement.member_partitions(member)
+        return fields
+
+    def create_processors(self, vertex: str, member: int) -> list[Processor]:
+        """Init the member's supplier and make its processors (empty if the member has none)."""
+        vp = self.vertices[vertex]
+        supplier = vp.suppliers.get(member)
+        if supplier is None:
+            return []
+        supplier.init(self.supplier_context(vertex, member))
+        processors = list(supplier.get(vp.local_parallelism))
+        if len(processors) != vp.local_parallelism:
+            raise DagValidationError(
+                f"vertex {vertex!r}: supplier returned {len(processors)} processors on member {member}, "
+                f"expected {vp.local_parallelism}"
+            )
+        for processor in processors:
+            if not isinstance(processor, Processor):
+                raise DagValidationError(
+                    f"vertex {vertex!r}: supplier returned {type(processor).__name__}, not a Processor"
+                )
+        return processors
+
+    def consumers_of(self, edge: Edge, producer: ProcessorId) -> EdgeTargets:
+        """The consumer processors `producer` sends to on `edge`."""
+        assert edge.destination is not None
+        up = self.vertices[edge.source.name]
+        down = self.vertices[edge.destination.name]
+        member, local_index = producer
+        all_consumers = down.processor_ids()
+        if edge.is_distributed:
+            reachable = all_consumers
+        else:
+            reachable = [c for c in all_consumers if c[0] == member]
+        if edge.routing is RoutingPolicy.ISOLATED:
+            reachable = [c for c in reachable if c[1] % up.local_parallelism == local_index]
+        targets = EdgeTargets(consumers=reachable)
+        if edge.routing is RoutingPolicy.PARTITIONED:
+            index_of = {c: i for i, c in enumerate(reachable)}
+            lp = down.local_parallelism
+            table: list[int] = []
+            for partition in range(self.arrangement.partition_count):
+                if edge.is_distributed:
+                    owner = (self.arrangement.owner_member(partition),
+                             self.arrangement.local_owner(partition, lp, True))
+                else:
+                    owner = (member, self.arrangement.local_owner(partition, lp, False))
+                if owner not in index_of:
+                    raise DagValidationError(
+                        f"edge {edge.name}: partition {partition} belongs to processor {owner} of vertex "
+                        f"{down.name!r}, which does not exist (its meta supplier returned None for "
+                        f"member {owner[0]})"
+                    )
+                table.append(index_of[owner])
+            targets.partition_to_consumer = table
+        elif edge.routing is RoutingPolicy.FANOUT:
+            by_member: dict[int, list[int]] = {}
+            for i, c in enumerate(reachable):
+                by_member.setdefault(c[0], []).append(i)
+            targets.consumers_by_member = [by_member[m] for m in sorted(by_member)]
+        return targets
+
+    def producers_of(self, edge: Edge, consumer: ProcessorId) -> list[ProcessorId]:
+        """The producer processors that send to `consumer` on `edge` (the inverse of `consumers_of`)."""
+        up = self.vertices[edge.source.name]
+        return [p for p in up.processor_ids() if consumer in self.consumers_of_cached(edge, p)]
+
+    def consumers_of_cached(self, edge: Edge, producer: ProcessorId) -> set[ProcessorId]:
+        key = (id(edge), producer)
+        cache = self._consumer_cache
+        if key not in cache:
+            cache[key] = set(self.consumers_of(edge, producer).consumers)
+        return cache[key]
+
+
+def _meta_fields(plan: ExecutionPlan, vertex: Vertex, local_parallelism: int) -> dict[str, object]:
+    return {
+        "job_id": plan.job_id,
+        "execution_id": plan.execution_id,
+        "job_config": plan.config,
+        "vertex_name": vertex.name,
+        "local_parallelism": local_parallelism,
+        "member_count": plan.member_count,
+        "partition_count": plan.arrangement.partition_count,
+        "partition_assignment": plan.arrangement.assignment(),
+        "logger": logging.getLogger(f"jetspark.vertex.{vertex.name}"),
+    }
+
+
+def resolve_local_parallelism(vertex: Vertex, config: JobConfig) -> int:
+    if vertex.local_parallelism != -1:
+        return vertex.local_parallelism
+    preferred = vertex.meta_supplier.preferred_local_parallelism()
+    if preferred != -1:
+        if preferred < 1:
+            raise DagValidationError(
+                f"vertex {vertex.name!r}: preferred local parallelism must be -1 or >= 1, got {preferred}"
+            )
+        return preferred
+    return config.default_local_parallelism
+
+
+def build_plan(
+    dag: DAG,
+    config: JobConfig,
+    member_count: int,
+    job_id: str | None = None,
+    execution_id: str | None = None,
+    partition_count: int = DEFAULT_PARTITION_COUNT,
+) -> ExecutionPlan:
+    """Validate `dag` and resolve everything the coordinator decides: parallelism and suppliers."""
+    dag.validate()
+    if member_count < 1:
+        raise DagValidationError(f"member count must be >= 1, got {member_count}")
+    plan = ExecutionPlan(
+        dag=dag,
+        config=config,
+        job_id=job_id or uuid.uuid4().hex[:16],
+        execution_id=execution_id or uuid.uuid4().hex[:16],
+        member_count=member_count,
+        arrangement=PartitionArrangement(partition_count, member_count),
+        vertices={},
+        logger=logging.getLogger("jetspark.job"),
+    )
+    for vertex in dag.topological_order():
+        lp = resolve_local_parallelism(vertex, config)
+        meta_context = MetaSupplierContext(**_meta_fields(plan, vertex, lp))  # type: ignore[arg-type]
+        vertex.meta_supplier.init(meta_context)
+        members: Sequence[int] = range(member_count)
+        returned = vertex.meta_supplier.get(list(members))
+        suppliers = {m: resolve_member_supplier(returned, m) for m in members}
+        plan.vertices[vertex.name] = VertexPlan(
+            vertex=vertex,
+            local_parallelism=lp,
+            suppliers=suppliers,
+            inbound=dag.inbound_edges(vertex.name),
+            outbound=dag.outbound_edges(vertex.name),
+        )
+    for edge in dag.edges:
+        assert edge.destination is not None
+        up = plan.vertices[edge.source.name]
+        down = plan.vertices[edge.destination.name]
+        if edge.routing is RoutingPolicy.ISOLATED and down.local_parallelism < up.local_parallelism:
+            raise DagValidationError(
+                f"edge {edge.name}: an isolated edge needs the destination's local parallelism "
+                f"({down.local_parallelism}) >= the source's ({up.local_parallelism})"
+            )
+    return plan

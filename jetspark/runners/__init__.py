@@ -1,0 +1,1 @@
+"""Runners: the local (in-process) runner and the Spark runner, the only code that imports pyspark."""

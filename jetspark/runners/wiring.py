@@ -1,0 +1,154 @@
+"""Turns an execution plan into connected tasklets: queues for edges, collectors, outboxes.
+
+Shared by the local runner (every member in one process) and the Spark runner (one member's
+stage in a task). `wire` connects every edge among the given processors with in-process queues;
+an edge whose other end is not among them is left to the caller through `external_outbound`
+and `external_inbound` hooks.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from jetspark.core.config import ProcessingGuarantee
+from jetspark.core.edge import Edge, RoutingPolicy
+from jetspark.core.partitioner import default_partitioner
+from jetspark.core.processor import Processor
+from jetspark.core.watermark import BroadcastKey
+from jetspark.engine.inbound import InboundStream
+from jetspark.engine.outbox import OutboxImpl
+from jetspark.engine.queue import BoundedQueue
+from jetspark.engine.routing import (
+    BroadcastCollector,
+    DroppingCollector,
+    FanoutCollector,
+    OutboundCollector,
+    PartitionedCollector,
+    UnicastCollector,
+)
+from jetspark.engine.snapshot import SnapshotContext, SnapshotData
+from jetspark.engine.tasklet import ProcessorTasklet
+from jetspark.planning.plan import EdgeTargets, ExecutionPlan, ProcessorId
+
+ProcessorKey = tuple[str, int, int]  # (vertex, member, local index)
+
+
+def make_collector(edge: Edge, targets: EdgeTargets, queues: list[BoundedQueue], start: int) -> OutboundCollector:
+    """The collector for one producer on one edge, given the queues to its `targets.consumers`."""
+    if not queues:
+        return DroppingCollector()
+    routing = edge.routing
+    if routing is RoutingPolicy.PARTITIONED:
+        assert targets.partition_to_consumer is not None and edge.key_fn is not None
+        return PartitionedCollector(queues, targets.partition_to_consumer, edge.key_fn, edge.partitioner)
+    if routing is RoutingPolicy.BROADCAST:
+        return BroadcastCollector(queues)
+    if routing is RoutingPolicy.FANOUT and targets.consumers_by_member is not None:
+        return FanoutCollector([[queues[i] for i in member] for member in targets.consumers_by_member])
+    return UnicastCollector(queues, start)
+
+
+def restore_entries_for(
+    data: SnapshotData | None, plan: ExecutionPlan, vertex: str, member: int, local_index: int
+) -> list[tuple[Any, Any]] | None:
+    """The snapshot entries processor (vertex, member, local_index) restores, or None if not restoring.
+
+    A `BroadcastKey` entry goes to every processor; any other to the owner of its key's partition.
+    """
+    if data is None:
+        return None
+    lp = plan.vertices[vertex].local_parallelism
+    me = member * lp + local_index
+    arrangement = plan.arrangement
+    count = arrangement.partition_count
+    entries = []
+    for key, value in data.get(vertex, ()):
+        if isinstance(key, BroadcastKey) or arrangement.global_owner(default_partitioner(key, count), lp) == me:
+            entries.append((key, pickle.loads(value)))
+    return entries
+
+
+def wire(
+    plan: ExecutionPlan,
+    processors: dict[ProcessorKey, Processor],
+    snapshot_context: SnapshotContext,
+    restore_data: SnapshotData | None,
+    attributes: dict[str, Any],
+    batch_size: int,
+    external_queues: Callable[[Edge, ProcessorId, ProcessorId], BoundedQueue | None] | None = None,
+) -> list[ProcessorTasklet]:
+    """Connect `processors` with queues and return their tasklets in topological order.
+
+    `external_queues(edge, producer, consumer)` may supply the queue for a pair whose one end is
+    not in `processors` (the Spark runner's shuffle boundary); pairs it returns None for are
+    skipped.
+    """
+    aligned = plan.config.processing_guarantee is ProcessingGuarantee.EXACTLY_ONCE
+    queues: dict[tuple[int, ProcessorId, ProcessorId], BoundedQueue] = {}
+    present = {(m, i) for (_, m, i) in processors}
+
+    def queue_for(edge: Edge, producer: ProcessorId, consumer: ProcessorId) -> BoundedQueue | None:
+        key = (id(edge), producer, consumer)
+        if key not in queues:
+            assert edge.destination is not None
+            producer_here = (edge.source.name, *producer) in processors
+            consumer_here = (edge.destination.name, *consumer) in processors
+            if producer_here and consumer_here:
+                queue: BoundedQueue | None = BoundedQueue(
+                    edge.queue_size, f"{edge.name} {producer}->{consumer}"
+                )
+            elif external_queues is not None:
+                queue = external_queues(edge, producer, consumer)
+            else:
+                queue = None
+            if queue is None:
+                return None
+            queues[key] = queue
+        return queues[key]
+
+    del present
+    tasklets: list[ProcessorTasklet] = []
+    for vertex_name, vp in plan.vertices.items():
+        for member, local_index in vp.processor_ids():
+            key = (vertex_name, member, local_index)
+            if key not in processors:
+                continue
+            me: ProcessorId = (member, local_index)
+            context = plan.processor_context(vertex_name, member, local_index)
+            context.attributes.update(attributes)
+            collectors: list[OutboundCollector] = []
+            for edge in vp.outbound:
+                targets = plan.consumers_of(edge, me)
+                edge_queues = [q for c in targets.consumers if (q := queue_for(edge, me, c)) is not None]
+                if len(edge_queues) != len(targets.consumers):
+                    raise AssertionError(f"edge {edge.name}: missing queue for producer {me}")
+                collectors.append(make_collector(edge, targets, edge_queues, start=local_index))
+            streams = []
+            for edge in vp.inbound:
+                producers = plan.producers_of(edge, me)
+                stream_queues = [q for p in producers if (q := queue_for(edge, p, me)) is not None]
+                streams.append(InboundStream(edge.dest_ordinal, edge.priority, stream_queues, context.vertex_name, aligned))
+            name = f"vertex {vertex_name!r} processor #{context.global_processor_index}"
+            snapshot_sink = _snapshot_sink(snapshot_context, vertex_name)
+            outbox = OutboxImpl(collectors, name, batch_size, snapshot_sink)
+            restore = restore_entries_for(restore_data, plan, vertex_name, member, local_index)
+            tasklets.append(
+                ProcessorTasklet(processors[key], context, outbox, streams, snapshot_context, restore)
+            )
+    return tasklets
+
+
+def _snapshot_sink(snapshot_context: SnapshotContext, vertex: str) -> Callable[[list[tuple[Any, bytes]]], None]:
+    def sink(entries: list[tuple[Any, bytes]]) -> None:
+        snapshot_context.add_entries(vertex, entries)
+
+    return sink
+
+
+def all_processor_keys(plan: ExecutionPlan, members: Iterable[int]) -> list[ProcessorKey]:
+    wanted = set(members)
+    return [
+        (name, m, i) for name, vp in plan.vertices.items() for (m, i) in vp.processor_ids() if m in wanted
+    ]
