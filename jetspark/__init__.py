@@ -1,4 +1,10 @@
-"""jetspark: Hazelcast Jet's processor model in Python, run on Apache Spark or in-process."""
+"""jetspark: Hazelcast Jet's processor model in Python, run on Apache Spark or in-process.
+
+The package root re-exports the public contract of `jetspark.core`, so `from jetspark import DAG`
+and `from jetspark.core import DAG` name the same object.
+"""
 
 from jetspark.core import *  # noqa: F403
-from jetspark.core import __all__ as _core_all  # noqa: F401
+from jetspark.core import __all__ as _core_all
+
+__all__ = list(_core_all)

@@ -36,7 +36,7 @@ class AbstractProcessor(Processor):
         self.logger = context.logger
         self.init_processor(context)
 
-    def init_processor(self, context: ProcessorContext) -> None:  # noqa: B027
+    def init_processor(self, context: ProcessorContext) -> None:
         """Hook for subclasses: called from `init` once the outbox and context are set."""
 
     # ---- input ----------------------------------------------------------------------------
@@ -163,10 +163,13 @@ class AbstractProcessor(Processor):
 class FlatMapper:
     """Emits the traverser a mapper returns for each item; `try_process(item)` is False until all went out."""
 
-    __slots__ = ("_processor", "_mapper", "_ordinal", "_current", "_item")
+    __slots__ = ("_current", "_item", "_mapper", "_ordinal", "_processor")
 
     def __init__(
-        self, processor: AbstractProcessor, mapper: Callable[[Any], Traverser[Any]], ordinal: int | Sequence[int]
+        self,
+        processor: AbstractProcessor,
+        mapper: Callable[[Any], Traverser[Any]],
+        ordinal: int | Sequence[int],
     ) -> None:
         self._processor = processor
         self._mapper = mapper

@@ -132,11 +132,10 @@ class DAG:
             raise DagValidationError("the DAG has no vertices")
         self.topological_order()
         for vertex in self._vertices.values():
-            for kind, edges, ordinal_of in (
-                ("inbound", self.inbound_edges(vertex.name), lambda e: e.dest_ordinal),
-                ("outbound", self.outbound_edges(vertex.name), lambda e: e.source_ordinal),
+            for kind, ordinals in (
+                ("inbound", [e.dest_ordinal for e in self.inbound_edges(vertex.name)]),
+                ("outbound", [e.source_ordinal for e in self.outbound_edges(vertex.name)]),
             ):
-                ordinals = [ordinal_of(e) for e in edges]
                 if ordinals != list(range(len(ordinals))):
                     raise DagValidationError(
                         f"vertex {vertex.name!r}: {kind} edge ordinals must be 0..{len(ordinals) - 1} "

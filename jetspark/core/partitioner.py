@@ -20,11 +20,13 @@ def key_bytes(key: Any) -> bytes:
     """Canonical bytes of a key: equal keys of the supported types give equal bytes everywhere."""
     cls = key.__class__
     if cls is str:
-        return b"s" + key.encode("utf-8", "surrogatepass")
+        text: str = key
+        return b"s" + text.encode("utf-8", "surrogatepass")
     if cls is int:
         return b"i" + str(key).encode()
     if cls is bytes:
-        return b"b" + key
+        raw: bytes = key
+        return b"b" + raw
     if cls is tuple:
         parts = [key_bytes(part) for part in key]
         return b"t" + b"".join(struct.pack(">I", len(p)) + p for p in parts)

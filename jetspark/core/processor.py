@@ -89,9 +89,7 @@ class Processor(abc.ABC):
         called again with the same items before any other method (except
         `snapshot_commit_finish`). Default: raises, which suits sources.
         """
-        raise NotImplementedError(
-            f"{type(self).__name__} has inbound edges but does not override process()"
-        )
+        raise NotImplementedError(f"{type(self).__name__} has inbound edges but does not override process()")
 
     @abc.abstractmethod
     def try_process_watermark(self, watermark: Watermark) -> bool:

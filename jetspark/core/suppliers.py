@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable, Mapping, Sequence
-from typing import Union
+from typing import TypeAlias
 
 from jetspark.core.context import MetaSupplierContext, SupplierContext
 from jetspark.core.processor import Processor
@@ -46,7 +46,9 @@ class _FactorySupplier(ProcessorSupplier):
         return f"ProcessorSupplier.of({getattr(self.factory, '__qualname__', self.factory)!r})"
 
 
-MemberSuppliers = Union[Callable[[int], "ProcessorSupplier | None"], Mapping[int, "ProcessorSupplier | None"]]
+MemberSuppliers: TypeAlias = (
+    Callable[[int], ProcessorSupplier | None] | Mapping[int, ProcessorSupplier | None]
+)
 
 
 class ProcessorMetaSupplier(abc.ABC):
@@ -98,7 +100,7 @@ class _SameEverywhere(ProcessorMetaSupplier):
         return f"ProcessorMetaSupplier.of({self.supplier!r})"
 
 
-SupplierLike = Union[ProcessorMetaSupplier, ProcessorSupplier, Callable[[], Processor]]
+SupplierLike: TypeAlias = ProcessorMetaSupplier | ProcessorSupplier | Callable[[], Processor]
 
 
 def to_meta_supplier(supplier: SupplierLike) -> ProcessorMetaSupplier:
