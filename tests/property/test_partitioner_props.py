@@ -1,0 +1,67 @@
+"""Properties of the default partitioner over generated keys: range, determinism, equal keys."""
+
+import copy
+import pickle
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from jetspark.core.partitioner import default_partitioner, key_bytes, stable_hash
+
+scalar_keys = st.one_of(
+    st.text(),
+    st.binary(),
+    st.integers(),
+    st.floats(allow_nan=False),
+    st.booleans(),
+    st.none(),
+)
+keys = st.recursive(scalar_keys, lambda children: st.lists(children, max_size=4).map(tuple), max_leaves=12)
+partition_counts = st.integers(min_value=1, max_value=10_000)
+
+
+@given(keys, partition_counts)
+def test_partition_is_in_range(key: Any, count: int) -> None:
+    assert 0 <= default_partitioner(key, count) < count
+
+
+@given(keys)
+def test_stable_hash_is_unsigned_32_bit(key: Any) -> None:
+    assert 0 <= stable_hash(key) < 2**32
+
+
+@given(keys, partition_counts)
+def test_partition_depends_only_on_the_key_value(key: Any, count: int) -> None:
+    # A copy that went through pickle (as keys do between Spark stages) lands in the same partition.
+    assert default_partitioner(key, count) == default_partitioner(copy.deepcopy(key), count)
+    assert default_partitioner(key, count) == default_partitioner(pickle.loads(pickle.dumps(key)), count)
+
+
+@given(keys)
+def test_default_partitioner_agrees_with_stable_hash(key: Any) -> None:
+    assert default_partitioner(key, 271) == stable_hash(key) % 271
+
+
+@given(st.integers(min_value=-(2**53), max_value=2**53), partition_counts)
+def test_int_and_float_of_equal_value_share_a_partition(n: int, count: int) -> None:
+    assert default_partitioner(n, count) == default_partitioner(float(n), count)
+
+
+@given(keys, keys)
+def test_unequal_canonical_keys_have_unequal_bytes(a: Any, b: Any) -> None:
+    # key_bytes is injective on canonical keys, up to int/float equality (2 == 2.0 share bytes).
+    if key_bytes(a) == key_bytes(b):
+        assert normalize(a) == normalize(b)
+
+
+def normalize(key: Any) -> Any:
+    if isinstance(key, tuple):
+        return tuple(normalize(part) for part in key)
+    if isinstance(key, bool) or key is None:
+        return (type(key).__name__, key)
+    if isinstance(key, float) and key.is_integer():
+        return ("number", int(key))
+    if isinstance(key, (int, float)):
+        return ("number", key)
+    return (type(key).__name__, key)
