@@ -40,5 +40,20 @@ class Outbox(abc.ABC):
         """
 
     @abc.abstractmethod
+    def room(self, ordinal: int = -1) -> int:
+        """How many more items `offer_batch` (or `offer`) accepts now on `ordinal` (-1: on all).
+
+        A jetspark extension for batch-at-a-time processors: 0 while an offer is unfinished.
+        """
+
+    @abc.abstractmethod
+    def offer_batch(self, items: Sequence[Any], ordinal: int = -1) -> bool:
+        """Offer all `items`, in order, to `ordinal` (-1: every edge); all or nothing.
+
+        A jetspark extension. Returns False and takes nothing when `len(items) > room(ordinal)`;
+        unlike `offer`, a refusal leaves no unfinished item behind. Watermarks are not allowed here.
+        """
+
+    @abc.abstractmethod
     def has_unfinished_item(self) -> bool:
         """True after an offer returned False and before the same item was accepted."""

@@ -15,6 +15,7 @@ allows it (from `save_to_snapshot` and `snapshot_commit_prepare`).
 from __future__ import annotations
 
 import pickle
+import reprlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -57,6 +58,8 @@ class OutboxImpl(Outbox):
         self._unfinished_ordinals: tuple[int, ...] = ()
         self._accepted: set[int] = set()
         self._forbidden_by: str | None = None
+        #: True while an offer is unfinished or offers are forbidden: the fast paths step aside.
+        self._slow = False
         self._snapshot_allowed_in: str | None = None
         self.emitted_count = 0
         self.progress = False
@@ -77,13 +80,32 @@ class OutboxImpl(Outbox):
         return self._offer_to_ordinals(self._all_ordinals, item)
 
     def _offer_single(self, item: Any) -> bool:
-        if self._unfinished_item is not _NOTHING or self._forbidden_by is not None or item.__class__ is Watermark:
+        if self._slow or item.__class__ is Watermark:
             return self._offer_to_ordinals(self._all_ordinals, item)
         buffer = self.buffers[0]
-        if len(buffer) >= self.batch_size:
-            self._reject(item, self._all_ordinals)
+        if len(buffer) < self.batch_size:
+            buffer.append(item)
+            return True
+        self._reject(item, self._all_ordinals)
+        return False
+
+    def room(self, ordinal: int = -1) -> int:
+        if self._slow:
+            return 0
+        if ordinal == -1:
+            if not self.buffers:
+                return self.batch_size
+            return self.batch_size - max(len(buffer) for buffer in self.buffers)
+        self._check_ordinal(ordinal)
+        return self.batch_size - len(self.buffers[ordinal])
+
+    def offer_batch(self, items: Sequence[Any], ordinal: int = -1) -> bool:
+        if self._slow:
+            self._check_reoffer(None, items)
+        if len(items) > self.room(ordinal):
             return False
-        buffer.append(item)
+        for one in self._all_ordinals if ordinal == -1 else (ordinal,):
+            self.buffers[one].extend(items)
         return True
 
     def offer_to(self, ordinal: int | Sequence[int], item: Any) -> bool:
@@ -125,6 +147,10 @@ class OutboxImpl(Outbox):
     def forbid_offers(self, method: str | None) -> None:
         """While set, any offer raises: `method` must not emit (e.g. snapshot_commit_finish)."""
         self._forbidden_by = method
+        self._update_slow()
+
+    def _update_slow(self) -> None:
+        self._slow = self._forbidden_by is not None or self._unfinished_item is not _NOTHING
 
     def allow_snapshot_offers(self, method: str | None) -> None:
         self._snapshot_allowed_in = method
@@ -179,7 +205,7 @@ class OutboxImpl(Outbox):
 
     def _check_reoffer(self, ordinal_key: Any, item: Any) -> None:
         if self._forbidden_by is not None:
-            raise ProcessorContractError(f"{self.owner}: {self._forbidden_by}() must not emit, but offered {item!r}")
+            raise ProcessorContractError(f"{self.owner}: {self._forbidden_by}() must not emit, but offered {reprlib.repr(item)}")
         if self._unfinished_item is _NOTHING:
             return
         if ordinal_key == -2:
@@ -188,18 +214,21 @@ class OutboxImpl(Outbox):
             same = self._unfinished_ordinals == ordinal_key and _same_item(self._unfinished_item, item)
         if not same:
             raise ProcessorContractError(
-                f"{self.owner}: offered {item!r} after the outbox rejected {self._unfinished_item!r}; "
+                f"{self.owner}: offered {reprlib.repr(item)} after the outbox rejected "
+                f"{reprlib.repr(self._unfinished_item)}; "
                 "after a rejected offer the same item must be offered again to the same ordinals"
             )
 
     def _reject(self, item: Any, ordinals: tuple[int, ...]) -> None:
         self._unfinished_item = item
         self._unfinished_ordinals = ordinals
+        self._slow = True
 
     def _clear_unfinished(self) -> None:
         self._unfinished_item = _NOTHING
         self._unfinished_ordinals = ()
         self._accepted = set()
+        self._update_slow()
 
     def _offer_to_ordinals(self, ordinals: tuple[int, ...], item: Any) -> bool:
         self._check_reoffer(ordinals, item)
