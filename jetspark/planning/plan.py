@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Sequence
+from typing import Any
 
 import attrs
 
@@ -84,7 +85,7 @@ class ExecutionPlan:
     def supplier_context(self, vertex: str, member: int) -> SupplierContext:
         return SupplierContext(**self._supplier_context_fields(self.vertices[vertex], member))
 
-    def _supplier_context_fields(self, vp: VertexPlan, member: int) -> dict[str, object]:
+    def _supplier_context_fields(self, vp: VertexPlan, member: int) -> dict[str, Any]:
         fields = _meta_fields(self, vp.vertex, vp.local_parallelism)
         fields["member_index"] = member
         fields["member_partitions"] = self.arrangement.member_partitions(member)
@@ -162,7 +163,7 @@ class ExecutionPlan:
         return cache[key]
 
 
-def _meta_fields(plan: ExecutionPlan, vertex: Vertex, local_parallelism: int) -> dict[str, object]:
+def _meta_fields(plan: ExecutionPlan, vertex: Vertex, local_parallelism: int) -> dict[str, Any]:
     return {
         "job_id": plan.job_id,
         "execution_id": plan.execution_id,
@@ -213,7 +214,7 @@ def build_plan(
     )
     for vertex in dag.topological_order():
         lp = resolve_local_parallelism(vertex, config)
-        meta_context = MetaSupplierContext(**_meta_fields(plan, vertex, lp))  # type: ignore[arg-type]
+        meta_context = MetaSupplierContext(**_meta_fields(plan, vertex, lp))
         vertex.meta_supplier.init(meta_context)
         members: Sequence[int] = range(member_count)
         returned = vertex.meta_supplier.get(list(members))

@@ -137,10 +137,14 @@ class LocalJob:
     def _run(self, restore: Snapshot | None) -> None:
         while True:
             error = self._execute(restore)
-            if isinstance(error, JobFailedError) and isinstance(error.__cause__, RestartableError):
-                if self.config.snapshots_enabled and self.status is JobStatus.RUNNING:
-                    restore = self.last_snapshot
-                    continue
+            if (
+                isinstance(error, JobFailedError)
+                and isinstance(error.__cause__, RestartableError)
+                and self.config.snapshots_enabled
+                and self.status is JobStatus.RUNNING
+            ):
+                restore = self.last_snapshot
+                continue
             break
         with self._lock:
             if self.status is JobStatus.CANCELLED:

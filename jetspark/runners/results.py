@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-
 from jetspark.core.context import RESULTS_ATTRIBUTE
 
 __all__ = ["RESULTS_ATTRIBUTE", "ResultCollector"]
