@@ -38,7 +38,14 @@ class JobStatus(enum.Enum):
 class LocalJob:
     """Handle of a job on the local runner."""
 
-    def __init__(self, dag: DAG, config: JobConfig, member_count: int, batch_size: int) -> None:
+    def __init__(
+        self,
+        dag: DAG,
+        config: JobConfig,
+        member_count: int,
+        batch_size: int,
+        snapshot_registry: dict[str, Snapshot] | None = None,
+    ) -> None:
         self.dag = dag
         self.config = config
         self.member_count = member_count
@@ -58,7 +65,7 @@ class LocalJob:
         self._metrics_base: dict[str, dict[str, int]] = {}
         self._requested: tuple[bool, str | None] | None = None  # (terminal, export name)
         self._next_snapshot_at = 0.0
-        self._exported: dict[str, Snapshot] = {}
+        self._exported: dict[str, Snapshot] = snapshot_registry if snapshot_registry is not None else {}
         self._thread: threading.Thread | None = None
 
     # ---- control --------------------------------------------------------------------------
@@ -101,9 +108,17 @@ class LocalJob:
         if not self._finished.wait(timeout):
             raise JobTimeoutError(f"job {self.name!r} did not suspend within {timeout} s")
 
-    def resume(self) -> LocalJob:
+    def resume(self, member_count: int | None = None) -> LocalJob:
+        """Continue a suspended job from its terminal snapshot, optionally on another member count.
+
+        Keyed snapshot entries go to the processors that own their partitions under the new plan.
+        """
         if self.status is not JobStatus.SUSPENDED:
             raise ValueError(f"job {self.name!r} is {self.status.value}, not suspended")
+        if member_count is not None:
+            if member_count < 1:
+                raise ValueError(f"member count must be >= 1, got {member_count}")
+            self.member_count = member_count
         return self.start(self.last_snapshot)
 
     def export_snapshot(self, name: str, timeout: float = 60) -> Snapshot:
@@ -202,7 +217,7 @@ class LocalJob:
 
     def _tick(self) -> None:
         context = self._snapshot_context
-        if context is None or context.in_progress:
+        if context is None or context.in_progress or context.terminal:
             return
         with self._lock:
             requested, self._requested = self._requested, None
@@ -254,22 +269,26 @@ class LocalRunner:
     def __init__(self, member_count: int | None = None, batch_size: int = DEFAULT_BATCH_SIZE) -> None:
         self.member_count = member_count
         self.batch_size = batch_size
+        #: Snapshots exported by name (`LocalJob.export_snapshot`), usable as `initial_snapshot_name`.
+        self.snapshots: dict[str, Snapshot] = {}
 
     def submit(self, dag: DAG, config: JobConfig | None = None) -> LocalJob:
         """Validate and start the job; returns at once with its handle."""
         config = config or JobConfig()
         member_count = config.member_count or self.member_count or 1
         dag.validate()
-        return LocalJob(dag, config, member_count, self.batch_size).start(_initial_snapshot(config))
+        initial = None
+        if config.initial_snapshot_name is not None:
+            initial = self.snapshots.get(config.initial_snapshot_name)
+            if initial is None:
+                raise ValueError(
+                    f"initial snapshot {config.initial_snapshot_name!r} not found; exported snapshots: "
+                    f"{sorted(self.snapshots)}"
+                )
+        job = LocalJob(dag, config, member_count, self.batch_size, self.snapshots)
+        return job.start(initial)
 
     def run(self, dag: DAG, config: JobConfig | None = None, timeout: float | None = None) -> LocalJob:
         """Submit and wait for the end; re-raises a failure."""
         return self.submit(dag, config).join(timeout)
-
-
-def _initial_snapshot(config: JobConfig) -> Snapshot | None:
-    if config.initial_snapshot_name is None:
-        return None
-    raise NotImplementedError("initial snapshots need the checkpoint store (not yet in the local runner)")
-
 
