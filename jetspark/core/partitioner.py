@@ -31,7 +31,7 @@ def key_bytes(key: Any) -> bytes:
         parts = [key_bytes(part) for part in key]
         return b"t" + b"".join(struct.pack(">I", len(p)) + p for p in parts)
     if cls is bool:
-        return b"T" if key else b"F"
+        return b"i1" if key else b"i0"  # True == 1 (and groups with it in a dict): same partition
     if key is None:
         return b"N"
     if cls is float:

@@ -116,3 +116,12 @@ def test_other_keys_fall_back_to_pickle_and_stay_deterministic() -> None:
     assert key_bytes(Fraction(1, 3)).startswith(b"p")
     assert key_bytes(Fraction(1, 3)) == key_bytes(Fraction(2, 6))
     assert default_partitioner(frozenset({1}), 271) == default_partitioner(frozenset({1}), 271)
+
+
+def test_bool_keys_share_the_partition_of_the_equal_int() -> None:
+    """True == 1 and False == 0 group together in a dict, so they must partition together too."""
+    from jetspark.core.partitioner import default_partitioner, key_bytes
+
+    assert key_bytes(True) == key_bytes(1)
+    assert key_bytes(False) == key_bytes(0)
+    assert default_partitioner(True, 271) == default_partitioner(1, 271)
