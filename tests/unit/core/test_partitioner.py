@@ -54,8 +54,8 @@ def test_canonical_bytes_are_fixed() -> None:
     assert key_bytes(b"a") == b"ba"
     assert key_bytes(-12) == b"i-12"
     assert key_bytes(None) == b"N"
-    assert key_bytes(True) == b"T"
-    assert key_bytes(False) == b"F"
+    assert key_bytes(True) == b"i1"
+    assert key_bytes(False) == b"i0"
     assert key_bytes(("a", 1)) == b"t" + b"\x00\x00\x00\x02sa" + b"\x00\x00\x00\x02i1"
     assert key_bytes(0.5) == b"f\x3f\xe0\x00\x00\x00\x00\x00\x00"
 
