@@ -252,6 +252,8 @@ class ProcessorTasklet:
                 if stream.is_done:
                     self._edges_to_complete.append(stream)
                     self._pending_watermarks.extend(self._coalescer.queue_done(self._position[id(stream)]))
+                    if not chunks:  # complete_edge comes before any other edge's (or group's) items
+                        return True
                 if chunks:
                     items = chunks[0] if len(chunks) == 1 else list(chain.from_iterable(chunks))
                     chunks.clear()
