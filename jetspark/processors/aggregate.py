@@ -1,0 +1,309 @@
+"""Grouping and aggregating by key, in two stages as Jet does it.
+
+Stage 1 (`accumulate_by_key`) folds the items each processor receives into one accumulator per
+key, with no network in between; stage 2 (`combine_by_key`) receives the `(key, accumulator)`
+entries over a partitioned distributed edge, so all entries of a key meet in one processor, and
+combines them. Only one entry per key and stage-1 processor crosses the network, not every item.
+`aggregate_by_key` adds both vertices and their edges to a DAG.
+
+Both stages emit at `complete()`, entry by entry, honouring back-pressure; an entry leaves the
+processor's state once accepted. Both save one snapshot entry per key still held, keyed by the
+grouping key: on restore the engine routes it to the processor owning the key under the new plan
+(whatever the new parallelism), which combines all entries it gets for a key.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import operator
+from collections.abc import Callable, Hashable, Iterator
+from typing import Any
+
+import attrs
+
+from jetspark.core.abstract_processor import AbstractProcessor
+from jetspark.core.dag import DAG, Vertex
+from jetspark.core.edge import Edge
+from jetspark.core.inbox import Inbox
+from jetspark.core.suppliers import ProcessorSupplier
+
+_NO_ENTRY: Any = object()
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+@attrs.frozen(kw_only=True)
+class AggregateOperation:
+    """How to aggregate items: a mutable or immutable accumulator and the functions over it.
+
+    `create()` makes an empty accumulator; `accumulate(acc, item)` and `combine(acc, other)`
+    return the new accumulator (they may update `acc` in place and return it; `other` is not used
+    afterwards); `deduct(acc, other)` undoes a `combine` (optional; for sliding windows);
+    `export(acc)` reads the result without disturbing `acc`; `finish(acc)` reads the final result
+    (may hand out `acc` itself). All of them must be picklable (cloudpickle) for the Spark runner,
+    and accumulators must be picklable for snapshots.
+    """
+
+    create: Callable[[], Any]
+    accumulate: Callable[[Any, Any], Any]
+    combine: Callable[[Any, Any], Any]
+    deduct: Callable[[Any, Any], Any] | None = None
+    export: Callable[[Any], Any] = _identity
+    finish: Callable[[Any], Any] = _identity
+
+    def with_finish(self, finish: Callable[[Any], Any]) -> AggregateOperation:
+        """The same operation with another `finish` (and `export`)."""
+        return attrs.evolve(self, export=finish, finish=finish)
+
+
+# ---- ready-made operations ----------------------------------------------------------------------
+
+
+def _zero() -> int:
+    return 0
+
+
+def _count_one(acc: int, _item: Any) -> int:
+    return acc + 1
+
+
+def counting() -> AggregateOperation:
+    """Counts the items."""
+    return AggregateOperation(create=_zero, accumulate=_count_one, combine=operator.add, deduct=operator.sub)
+
+
+def _add_value(fn: Callable[[Any], Any], acc: Any, item: Any) -> Any:
+    return acc + fn(item)
+
+
+def summing(fn: Callable[[Any], Any] = _identity) -> AggregateOperation:
+    """Sums `fn(item)` over the items (0 for none)."""
+    return AggregateOperation(
+        create=_zero,
+        accumulate=functools.partial(_add_value, fn),
+        combine=operator.add,
+        deduct=operator.sub,
+    )
+
+
+def _new_list() -> list[Any]:
+    return []
+
+
+def _append(acc: list[Any], item: Any) -> list[Any]:
+    acc.append(item)
+    return acc
+
+
+def _extend(acc: list[Any], other: list[Any]) -> list[Any]:
+    acc.extend(other)
+    return acc
+
+
+def to_list() -> AggregateOperation:
+    """Collects the items into a list (in arrival order per stage-1 processor)."""
+    return AggregateOperation(create=_new_list, accumulate=_append, combine=_extend, export=list)
+
+
+def _new_average() -> list[Any]:
+    return [0, 0]
+
+
+def _average_add(fn: Callable[[Any], Any], acc: list[Any], item: Any) -> list[Any]:
+    acc[0] += 1
+    acc[1] += fn(item)
+    return acc
+
+
+def _average_combine(acc: list[Any], other: list[Any]) -> list[Any]:
+    acc[0] += other[0]
+    acc[1] += other[1]
+    return acc
+
+
+def _average_deduct(acc: list[Any], other: list[Any]) -> list[Any]:
+    acc[0] -= other[0]
+    acc[1] -= other[1]
+    return acc
+
+
+def _average_result(acc: list[Any]) -> float:
+    return acc[1] / acc[0] if acc[0] else math.nan
+
+
+def averaging(fn: Callable[[Any], Any] = _identity) -> AggregateOperation:
+    """The mean of `fn(item)` over the items (NaN for none)."""
+    return AggregateOperation(
+        create=_new_average,
+        accumulate=functools.partial(_average_add, fn),
+        combine=_average_combine,
+        deduct=_average_deduct,
+        export=_average_result,
+        finish=_average_result,
+    )
+
+
+# ---- processors -----------------------------------------------------------------------------
+
+
+class _KeyedStateP(AbstractProcessor):
+    """One accumulator per key; emits `(key, result(acc))` at `complete()`; snapshots per key."""
+
+    def __init__(self, op: AggregateOperation) -> None:
+        self._op = op
+        self._accs: dict[Hashable, Any] = {}
+        self._emit_keys: list[Hashable] | None = None
+        self._emit_index = 0
+        self._pending: Any = _NO_ENTRY
+        self._snapshot_keys: Iterator[Hashable] | None = None
+        self._snapshot_pending: Any = _NO_ENTRY
+
+    def _result(self, acc: Any) -> Any:
+        raise NotImplementedError
+
+    def complete(self) -> bool:
+        keys = self._emit_keys
+        if keys is None:
+            keys = self._emit_keys = list(self._accs)
+        accs = self._accs
+        offer = self.outbox.offer
+        result = self._result
+        index = self._emit_index
+        if self._pending is not _NO_ENTRY:
+            if not offer(self._pending):
+                return False
+            self._pending = _NO_ENTRY
+            del accs[keys[index]]
+            index += 1
+        while index < len(keys):
+            key = keys[index]
+            entry = (key, result(accs[key]))
+            if not offer(entry):
+                self._pending = entry
+                self._emit_index = index
+                return False
+            del accs[key]
+            index += 1
+        self._emit_index = index
+        return True
+
+    def save_to_snapshot(self) -> bool:
+        """One entry per key not yet emitted (including a rejected, pending one)."""
+        accs = self._accs
+        if self._snapshot_keys is None:
+            self._snapshot_keys = iter(list(accs))
+        offer = self.outbox.offer_to_snapshot
+        if self._snapshot_pending is not _NO_ENTRY:
+            if not offer(self._snapshot_pending, accs[self._snapshot_pending]):
+                return False
+            self._snapshot_pending = _NO_ENTRY
+        for key in self._snapshot_keys:
+            if not offer(key, accs[key]):
+                self._snapshot_pending = key
+                return False
+        self._snapshot_keys = None
+        return True
+
+    def restore_from_snapshot_entry(self, key: Any, value: Any) -> None:
+        accs = self._accs
+        accs[key] = self._op.combine(accs[key], value) if key in accs else value
+
+
+class _AccumulateByKeyP(_KeyedStateP):
+    """Stage 1: `acc[key_fn(item)] = accumulate(acc, item)`; emits `(key, acc)` entries."""
+
+    def __init__(self, key_fn: Callable[[Any], Hashable], op: AggregateOperation) -> None:
+        super().__init__(op)
+        self._key_fn = key_fn
+        self._scratch: list[Any] = []
+        # `counting()` gets a loop of its own: no create/accumulate calls per item.
+        self._counting = op.create is _zero and op.accumulate is _count_one
+
+    def process(self, ordinal: int, inbox: Inbox) -> None:
+        accs = self._accs
+        get = accs.get
+        key_fn = self._key_fn
+        if self._counting:
+            for item in inbox:
+                key = key_fn(item)
+                accs[key] = get(key, 0) + 1
+            inbox.drain_to(self._scratch)
+            self._scratch.clear()
+            return
+        accumulate = self._op.accumulate
+        create = self._op.create
+        missing = _NO_ENTRY
+        for item in inbox:
+            key = key_fn(item)
+            acc = get(key, missing)
+            if acc is missing:
+                acc = create()
+            accs[key] = accumulate(acc, item)
+        inbox.drain_to(self._scratch)
+        self._scratch.clear()
+
+    def _result(self, acc: Any) -> Any:
+        return acc
+
+
+class _CombineByKeyP(_KeyedStateP):
+    """Stage 2: combines `(key, acc)` entries per key; emits `(key, finish(acc))`."""
+
+    def __init__(self, op: AggregateOperation) -> None:
+        super().__init__(op)
+        self._scratch: list[Any] = []
+
+    def process(self, ordinal: int, inbox: Inbox) -> None:
+        accs = self._accs
+        get = accs.get
+        combine = self._op.combine
+        missing = _NO_ENTRY
+        for key, acc in inbox:
+            current = get(key, missing)
+            accs[key] = acc if current is missing else combine(current, acc)
+        inbox.drain_to(self._scratch)
+        self._scratch.clear()
+
+    def _result(self, acc: Any) -> Any:
+        return self._op.finish(acc)
+
+
+def accumulate_by_key(key_fn: Callable[[Any], Hashable], op: AggregateOperation) -> ProcessorSupplier:
+    """Stage 1: accumulate items per `key_fn(item)`; at the end emit `(key, accumulator)` entries."""
+    return ProcessorSupplier.of(functools.partial(_AccumulateByKeyP, key_fn, op))
+
+
+def combine_by_key(op: AggregateOperation) -> ProcessorSupplier:
+    """Stage 2: combine `(key, accumulator)` entries per key; at the end emit `(key, finish(acc))`.
+
+    Feed it with an edge partitioned by the entry's key (and distributed), so that each key's
+    entries all reach one processor.
+    """
+    return ProcessorSupplier.of(functools.partial(_CombineByKeyP, op))
+
+
+#: Key function of the stage-1 -> stage-2 edge: the key of a `(key, acc)` entry. Picklable.
+entry_key: Callable[[tuple[Any, Any]], Any] = operator.itemgetter(0)
+
+
+def aggregate_by_key(
+    dag: DAG,
+    name: str,
+    upstream: Vertex,
+    key_fn: Callable[[Any], Hashable],
+    op: AggregateOperation,
+    ordinal: int = 0,
+) -> Vertex:
+    """Add a two-stage aggregation of `upstream`'s output at `ordinal`; return the stage-2 vertex.
+
+    Adds vertex `"{name}-prepare"` (stage 1, fed by a local edge) and vertex `name` (stage 2, fed
+    by an edge partitioned by key and distributed). The stage-2 vertex emits `(key, result)`.
+    """
+    prepare = dag.new_vertex(f"{name}-prepare", accumulate_by_key(key_fn, op))
+    combine = dag.new_vertex(name, combine_by_key(op))
+    dag.edge(Edge.from_(upstream, ordinal).to(prepare))
+    dag.edge(Edge.between(prepare, combine).partitioned(entry_key).distributed())
+    return combine

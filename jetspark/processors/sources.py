@@ -1,0 +1,350 @@
+"""Sources: `from_iterable` (a bounded collection) and `generator_stream` (a sequence, optionally
+rate-limited and endless).
+
+Both split their input into *slices* so that every processor of the vertex works: processor `g`
+of a vertex with total parallelism `T` takes the positions `g, g + T, g + 2T, ...`. A slice is
+`(start, stride)` plus how many of its items were emitted (accepted by the outbox).
+
+Snapshots and a changed parallelism
+-----------------------------------
+Each processor saves one entry per slice it owns: key `("slice", start, stride)`, value = items
+emitted. On restore the engine routes a keyed entry to the processor that owns the key's partition
+under the *new* plan, so each slice is resumed by exactly one processor, whatever the new member
+count or local parallelism. Slices are never re-split: a processor may resume several slices (the
+new parallelism is lower) or none (higher), and then simply has less or nothing to do. A restored
+processor resumes only the slices it received; a slice absent from the snapshot was finished (every
+live processor saves all of its slices, finished ones included, and a processor that finished all
+of them has ended and owns nothing that needs resuming). So a restore with any parallelism neither
+loses nor repeats an item.
+
+An item whose offer was rejected is kept and offered again unchanged; it counts as emitted only once
+accepted, so a snapshot taken meanwhile replays it after a restore.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from operator import length_hint
+from typing import Any
+
+from jetspark.core.abstract_processor import AbstractProcessor
+from jetspark.core.context import ProcessorContext
+from jetspark.core.suppliers import ProcessorSupplier
+from jetspark.core.watermark import IDLE_MESSAGE, Watermark
+
+_NO_ITEM: Any = object()
+_SLICE = "slice"
+
+
+class _Slice:
+    """Positions `start, start + stride, ...`; `emitted` of them went out already."""
+
+    __slots__ = ("emitted", "start", "stride")
+
+    def __init__(self, start: int, stride: int, emitted: int = 0) -> None:
+        self.start = start
+        self.stride = stride
+        self.emitted = emitted
+
+    @property
+    def key(self) -> tuple[str, int, int]:
+        return (_SLICE, self.start, self.stride)
+
+    @property
+    def next_position(self) -> int:
+        return self.start + self.stride * self.emitted
+
+    def __repr__(self) -> str:
+        return f"_Slice(start={self.start}, stride={self.stride}, emitted={self.emitted})"
+
+
+class _SlicedSource(AbstractProcessor):
+    """Owns slices: one of its own at first, those it receives when restored; saves them all."""
+
+    _slices: list[_Slice]
+
+    def init_processor(self, context: ProcessorContext) -> None:
+        self._slices = [_Slice(context.global_processor_index, context.total_parallelism)]
+        self._restored = False
+        self._saved = 0
+
+    def restore_from_snapshot_entry(self, key: Any, value: Any) -> None:
+        if not (isinstance(key, tuple) and len(key) == 3 and key[0] == _SLICE):
+            raise ValueError(
+                f"vertex {self.context.vertex_name!r} processor #{self.context.global_processor_index}: "
+                f"unexpected snapshot entry {key!r} for a {type(self).__name__[1:]} source"
+            )
+        self._forget_own_slice()
+        self._slices.append(_Slice(key[1], key[2], value))
+
+    def finish_snapshot_restore(self) -> bool:
+        self._forget_own_slice()
+        self._slices.sort(key=lambda s: s.start)
+        self._slices_changed()
+        return True
+
+    def _forget_own_slice(self) -> None:
+        """A restored processor resumes only the slices it was given (see the module docstring)."""
+        if not self._restored:
+            self._restored = True
+            self._slices = []
+
+    def _slices_changed(self) -> None:
+        """Hook: the set of slices was replaced by a restore."""
+
+    def save_to_snapshot(self) -> bool:
+        slices = self._slices
+        offer = self.outbox.offer_to_snapshot
+        while self._saved < len(slices):
+            piece = slices[self._saved]
+            if not offer(piece.key, piece.emitted):
+                return False
+            self._saved += 1
+        self._saved = 0
+        return True
+
+    def try_process_watermark(self, watermark: Watermark) -> bool:
+        """A source has no inbound edge, so it never receives a watermark."""
+        return True
+
+
+class _FromIterableP(_SlicedSource):
+    """Emits its slices of a sequence, one slice after the other, until the outbox rejects."""
+
+    def __init__(self, items: Sequence[Any]) -> None:
+        self._items = items
+        self._index = 0
+        self._iterator: Iterator[Any] | None = None
+        self._remaining_at_start = 0
+        self._emitted_at_start = 0
+        self._pending: Any = _NO_ITEM
+
+    def _slices_changed(self) -> None:
+        self._index = 0
+        self._iterator = None
+
+    def complete(self) -> bool:
+        offer = self.outbox.offer
+        slices = self._slices
+        while self._index < len(slices):
+            piece = slices[self._index]
+            if self._pending is not _NO_ITEM:
+                if not offer(self._pending):
+                    return False
+                self._pending = _NO_ITEM
+                piece.emitted += 1
+            iterator = self._iterator
+            if iterator is None:
+                # A tuple's iterator knows how many items it has left, so the loop below needs
+                # no counter: emitted = what was left at the start - what is left now.
+                rest = tuple(self._items[piece.next_position :: piece.stride])
+                iterator = self._iterator = iter(rest)
+                self._remaining_at_start = len(rest)
+                self._emitted_at_start = piece.emitted
+            for item in iterator:
+                if not offer(item):
+                    self._pending = item
+                    piece.emitted = (
+                        self._emitted_at_start + self._remaining_at_start - length_hint(iterator) - 1
+                    )
+                    return False
+            piece.emitted = self._emitted_at_start + self._remaining_at_start
+            self._index += 1
+            self._iterator = None
+        return True
+
+
+def _from_iterable_processor(items: Sequence[Any]) -> _FromIterableP:
+    return _FromIterableP(items)
+
+
+def from_iterable(items: Iterable[Any]) -> ProcessorSupplier:
+    """A bounded source of `items`, split across all processors of the vertex.
+
+    Processor `g` of total parallelism `T` emits the items at positions `g, g + T, ...`, so the
+    order of items is kept within each processor's share only. Snapshot-able, also into a job with
+    another parallelism (see the module docstring). Items must not be None.
+    """
+    materialized = tuple(items)
+    for position, item in enumerate(materialized):
+        if item is None:
+            raise ValueError(f"from_iterable: item at position {position} is None; items must not be None")
+    return ProcessorSupplier.of(functools.partial(_from_iterable_processor, materialized))
+
+
+class _GeneratorP(_SlicedSource):
+    """Emits `fn(seq)` for the sequence numbers of its slices, in rising order, as they fall due."""
+
+    def __init__(
+        self,
+        count: int | None,
+        items_per_second: float | None,
+        fn: Callable[[int], Any],
+        timestamp_fn: Callable[[Any], int] | None,
+        idle_timeout_millis: int | None,
+    ) -> None:
+        self._count = count
+        self._rate = items_per_second
+        self._fn = fn
+        self._timestamp_fn = timestamp_fn
+        self._idle_timeout = None if idle_timeout_millis is None else idle_timeout_millis / 1000
+        self._pending: Any = _NO_ITEM
+        self._pending_slice: _Slice | None = None
+        self._start_time: float | None = None
+        self._base: list[int] = []
+        self._top_timestamp: int | None = None
+        self._last_watermark: int | None = None
+        self._last_emit_time = 0.0
+        self._idle_sent = False
+
+    def _slices_changed(self) -> None:
+        self._start_time = None
+
+    def _exhausted(self, piece: _Slice) -> bool:
+        return self._count is not None and piece.next_position >= self._count
+
+    def _due(self, now: float) -> int | None:
+        """How many more items than at the start each slice may have emitted by now (None: no limit)."""
+        if self._rate is None:
+            return None
+        if self._start_time is None:
+            self._start_time = now
+            self._base = [piece.emitted for piece in self._slices]
+        stride = self._slices[0].stride if self._slices else 1
+        return int((now - self._start_time) * self._rate / stride)
+
+    def _next_slice(self, allowed: int | None) -> _Slice | None:
+        """The slice with the lowest next sequence number that may emit now."""
+        best: _Slice | None = None
+        for index, piece in enumerate(self._slices):
+            if self._exhausted(piece):
+                continue
+            if allowed is not None and piece.emitted - self._base[index] >= allowed:
+                continue
+            if best is None or piece.next_position < best.next_position:
+                best = piece
+        return best
+
+    def complete(self) -> bool:
+        now = time.monotonic()
+        if not self._offer_pending():
+            return False
+        allowed = self._due(now)
+        offer = self.outbox.offer
+        fn = self._fn
+        timestamp_fn = self._timestamp_fn
+        emitted_any = False
+        while (piece := self._next_slice(allowed)) is not None:
+            item = fn(piece.next_position)
+            if item is None:
+                piece.emitted += 1
+                continue
+            if not offer(item):
+                self._pending = item
+                self._pending_slice = piece
+                return False
+            piece.emitted += 1
+            emitted_any = True
+            if timestamp_fn is not None:
+                self._observe_timestamp(timestamp_fn(item))
+        if emitted_any:
+            self._last_emit_time = now
+            self._idle_sent = False
+        if not self._offer_watermark_or_idle(now):
+            return False
+        return all(self._exhausted(piece) for piece in self._slices)
+
+    def _offer_pending(self) -> bool:
+        pending = self._pending
+        if pending is _NO_ITEM:
+            return True
+        if not self.outbox.offer(pending):
+            return False
+        self._pending = _NO_ITEM
+        piece = self._pending_slice
+        self._pending_slice = None
+        if piece is not None:
+            piece.emitted += 1
+            self._last_emit_time = time.monotonic()
+            self._idle_sent = False
+            if self._timestamp_fn is not None:
+                self._observe_timestamp(self._timestamp_fn(pending))
+        elif pending is IDLE_MESSAGE:
+            self._idle_sent = True
+        else:
+            self._last_watermark = pending.timestamp
+        return True
+
+    def _observe_timestamp(self, timestamp: int) -> None:
+        if self._top_timestamp is None or timestamp > self._top_timestamp:
+            self._top_timestamp = timestamp
+
+    def _offer_watermark_or_idle(self, now: float) -> bool:
+        """Emit a watermark when the top timestamp rose, or IDLE after a quiet spell."""
+        top = self._top_timestamp
+        if top is not None and (self._last_watermark is None or top > self._last_watermark):
+            if not self.outbox.offer(Watermark(top)):
+                self._pending = Watermark(top)
+                return False
+            self._last_watermark = top
+        elif (
+            self._idle_timeout is not None
+            and not self._idle_sent
+            and now - self._last_emit_time >= self._idle_timeout
+        ):
+            if not self.outbox.offer(IDLE_MESSAGE):
+                self._pending = IDLE_MESSAGE
+                return False
+            self._idle_sent = True
+        return True
+
+    def init_processor(self, context: ProcessorContext) -> None:
+        super().init_processor(context)
+        self._last_emit_time = time.monotonic()
+
+
+def _generator_processor(
+    count: int | None,
+    items_per_second: float | None,
+    fn: Callable[[int], Any],
+    timestamp_fn: Callable[[Any], int] | None,
+    idle_timeout_millis: int | None,
+) -> _GeneratorP:
+    return _GeneratorP(count, items_per_second, fn, timestamp_fn, idle_timeout_millis)
+
+
+def _identity(seq: int) -> Any:
+    return seq
+
+
+def generator_stream(
+    count: int | None = None,
+    items_per_second: float | None = None,
+    fn: Callable[[int], Any] = _identity,
+    timestamp_fn: Callable[[Any], int] | None = None,
+    idle_timeout_millis: int | None = None,
+) -> ProcessorSupplier:
+    """A source of `fn(seq)` for `seq = 0, 1, 2, ...`: endless, or `count` items when given.
+
+    The sequence is split across the processors like `from_iterable`'s positions. With
+    `items_per_second` the whole vertex emits at about that rate: each call emits what is due by
+    now (it never sleeps), and a backlog built up while the job was busy goes out as a burst.
+    An item `fn` maps to None is skipped. With `timestamp_fn(item)` each processor emits, after a
+    burst, a watermark equal to the highest timestamp emitted so far, whenever it rose. With
+    `idle_timeout_millis` a processor that emitted nothing for that long emits `IDLE_MESSAGE`
+    once, so that it does not hold back the watermark downstream. The sequence position is saved
+    in snapshots, so a restored job continues where it stopped.
+    """
+    if count is not None and count < 0:
+        raise ValueError(f"generator_stream: count must be >= 0 or None, got {count}")
+    if items_per_second is not None and items_per_second <= 0:
+        raise ValueError(f"generator_stream: items_per_second must be > 0 or None, got {items_per_second}")
+    if idle_timeout_millis is not None and idle_timeout_millis < 0:
+        raise ValueError(f"generator_stream: idle_timeout_millis must be >= 0, got {idle_timeout_millis}")
+    return ProcessorSupplier.of(
+        functools.partial(
+            _generator_processor, count, items_per_second, fn, timestamp_fn, idle_timeout_millis
+        )
+    )
