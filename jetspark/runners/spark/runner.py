@@ -1,0 +1,323 @@
+"""The Spark runner: a DAG as one Spark job, one Spark stage per jetspark stage.
+
+On submit the driver (the coordinator) validates the DAG, builds the execution plan once
+(parallelism, partition arrangement, each member's suppliers), cuts the DAG into stages
+(`planning.stages`), checks that every supplier can be pickled, and builds one RDD per stage:
+
+- a stage without upstream stages runs on `parallelize([], M)` (or in place on the partitions of
+  its `from_rdd` source);
+- any other stage takes the union of its upstream stages' records addressed to it, partitioned by
+  target member (`partitionBy(M, identity)`), so that partition m is member m's input.
+
+Every task runs `task.run_stage_task`. A stage's result items and metrics ride with its records to
+its first downstream stage, so each stage's RDD is read once (a stage with several downstream
+stages is persisted); one action, `collect` on the union of the terminal stages, runs the job.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+import uuid
+from typing import Any
+
+from jetspark.core.config import JobConfig
+from jetspark.core.dag import DAG
+from jetspark.core.errors import JobCancelledError, JobFailedError, JobTimeoutError
+from jetspark.engine.outbox import DEFAULT_BATCH_SIZE
+from jetspark.planning.plan import ExecutionPlan, build_plan
+from jetspark.planning.stages import StagePlan, build_stages
+from jetspark.runners.local import JobStatus
+from jetspark.runners.spark.failures import decode_failure
+from jetspark.runners.spark.session import call_site, get_session
+from jetspark.runners.spark.sinks import DataFrameSink
+from jetspark.runners.spark.sources import RddSource
+from jetspark.runners.spark.task import (
+    DRIVER,
+    METRICS,
+    RESULT,
+    TaskSpec,
+    check_picklable,
+    dumps,
+    run_stage_task,
+    slim_plan,
+    source_records,
+)
+
+_log = logging.getLogger("jetspark.spark")
+#: Items per shuffle record (a record is one serialized batch).
+DEFAULT_RECORD_ITEMS = 4096
+
+
+def _identity(member: int) -> int:
+    return member
+
+
+def _addressed_to(stage: int, record: tuple[int, tuple[Any, ...]]) -> bool:
+    return bool(record[1][0] == stage)
+
+
+class SparkJob:
+    """Handle of a job on the Spark runner; the same interface as the local runner's `LocalJob`
+    for batch jobs: `join`, `cancel`, `status`, `result`, `metrics`."""
+
+    def __init__(
+        self,
+        spark: Any,
+        dag: DAG,
+        config: JobConfig,
+        plan: ExecutionPlan,
+        stages: StagePlan,
+        final_rdd: Any,
+        persisted: list[Any],
+    ) -> None:
+        self.spark = spark
+        self.dag = dag
+        self.config = config
+        self.plan = plan
+        self.stages = stages
+        self.job_id = plan.job_id
+        self.member_count = plan.member_count
+        self.name = config.name or f"job-{self.job_id}"
+        self.group = f"jetspark-{self.job_id}"
+        self.status = JobStatus.NOT_STARTED
+        self.error: BaseException | None = None
+        self._final_rdd = final_rdd
+        self._persisted = persisted
+        self._results: dict[str, list[Any]] = {}
+        self._metrics: dict[str, dict[str, int]] = {}
+        self._dataframes: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self._finished = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # ---- control --------------------------------------------------------------------------
+
+    def start(self) -> SparkJob:
+        from pyspark import InheritableThread
+
+        self.status = JobStatus.RUNNING
+        self._thread = InheritableThread(target=self._run, name=f"jetspark {self.name}", daemon=True)
+        self._thread.start()
+        return self
+
+    def join(self, timeout: float | None = None) -> SparkJob:
+        """Wait for the job to end; re-raise its failure. Raises JobTimeoutError on timeout."""
+        if not self._finished.wait(timeout):
+            raise JobTimeoutError(f"job {self.name!r} still running after {timeout} s")
+        if self.status is JobStatus.FAILED:
+            assert self.error is not None
+            raise self.error
+        if self.status is JobStatus.CANCELLED:
+            raise JobCancelledError(f"job {self.name!r} was cancelled")
+        return self
+
+    def cancel(self, timeout: float = 30) -> None:
+        """Cancel the Spark job (its tasks are interrupted); `join` then raises JobCancelledError."""
+        with self._lock:
+            if self._finished.is_set():
+                return
+            self.status = JobStatus.CANCELLED
+        sc = self.spark.sparkContext
+        deadline = time.monotonic() + timeout
+        while not self._finished.wait(0.2) and time.monotonic() < deadline:
+            sc.cancelJobGroup(self.group)
+
+    # ---- results --------------------------------------------------------------------------
+
+    def result(self, vertex: str) -> list[Any]:
+        """Items a collecting sink vertex received."""
+        return list(self._results.get(vertex, ()))
+
+    def metrics(self) -> dict[str, dict[str, int]]:
+        """Per vertex: items `received` into inboxes and `emitted` downstream, over all members."""
+        return {name: dict(values) for name, values in self._metrics.items()}
+
+    def dataframe(self, vertex: str, schema: Any = None) -> Any:
+        """The DataFrame of a `write_dataframe` sink, or one built from any sink's collected items."""
+        if vertex in self._dataframes and schema is None:
+            return self._dataframes[vertex]
+        return self.spark.createDataFrame(self.result(vertex), schema)
+
+    # ---- execution ------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        sc = self.spark.sparkContext
+        error: BaseException | None = None
+        try:
+            sc.setJobGroup(self.group, f"jetspark job {self.name} ({self.job_id})", interruptOnCancel=True)
+            with self._lock:
+                cancelled = self.status is JobStatus.CANCELLED
+            if not cancelled:
+                with call_site(sc, f"jetspark {self.name}: results of {len(self.stages.stages)} stage(s)"):
+                    records = self._final_rdd.collect()
+                self._absorb(records)
+                self._write_dataframes()
+        except BaseException as failure:
+            error = self._translate(failure)
+        finally:
+            for rdd in self._persisted:
+                try:
+                    rdd.unpersist(blocking=False)
+                except Exception:
+                    _log.debug("unpersist failed", exc_info=True)
+            with self._lock:
+                if self.status is not JobStatus.CANCELLED:
+                    if error is not None:
+                        self.error = error
+                        self.status = JobStatus.FAILED
+                    else:
+                        self.status = JobStatus.COMPLETED
+            self._close_meta_suppliers(error)
+            if error is not None and self.status is not JobStatus.CANCELLED:
+                sc.cancelJobGroup(self.group)  # nothing of this job may keep running
+            self._finished.set()
+
+    def _translate(self, failure: BaseException) -> BaseException:
+        if isinstance(failure, JobFailedError):
+            return failure
+        decoded = decode_failure(failure)
+        if decoded is not None:
+            return decoded
+        summary = str(failure).strip().splitlines()
+        first = summary[0] if summary else type(failure).__name__
+        error = JobFailedError(f"job {self.name!r}: the Spark job failed: {first}")
+        error.__cause__ = failure
+        return error
+
+    def _absorb(self, records: list[tuple[int, tuple[Any, ...]]]) -> None:
+        import pickle
+
+        results: dict[str, list[Any]] = {}
+        metrics: dict[str, dict[str, int]] = {name: {"received": 0, "emitted": 0} for name in self.plan.vertices}
+        for _member, value in records:
+            assert value[0] == DRIVER, f"record for stage {value[0]} reached the driver"
+            kind = value[1]
+            if kind == RESULT:
+                results.setdefault(value[2], []).extend(pickle.loads(value[3]))
+            elif kind == METRICS:
+                for vertex, (received, emitted) in value[4].items():
+                    metrics[vertex]["received"] += received
+                    metrics[vertex]["emitted"] += emitted
+        self._results = results
+        self._metrics = metrics
+
+    def _write_dataframes(self) -> None:
+        for name, vp in self.plan.vertices.items():
+            sink = vp.vertex.meta_supplier
+            if isinstance(sink, DataFrameSink):
+                try:
+                    self._dataframes[name] = sink.write(self.spark, self.result(name))
+                except Exception as cause:
+                    error = JobFailedError(
+                        f"vertex {name!r}: writing its DataFrame to {sink.path!r} failed: {cause}", vertex=name
+                    )
+                    raise error from cause
+
+    def _close_meta_suppliers(self, error: BaseException | None) -> None:
+        for vp in self.plan.vertices.values():
+            try:
+                vp.vertex.meta_supplier.close(error)
+            except Exception:
+                _log.exception("vertex %r: ProcessorMetaSupplier.close() failed", vp.name)
+
+
+class SparkRunner:
+    """Runs DAGs on Spark. `spark_session` defaults to the running session or an embedded one
+    (`session.get_session`); `member_count` defaults to the job config's, else Spark's default
+    parallelism."""
+
+    def __init__(
+        self,
+        spark_session: Any = None,
+        member_count: int | None = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        record_items: int = DEFAULT_RECORD_ITEMS,
+    ) -> None:
+        self._spark = spark_session
+        self.member_count = member_count
+        self.batch_size = batch_size
+        self.record_items = record_items
+
+    @property
+    def spark(self) -> Any:
+        if self._spark is None:
+            self._spark = get_session()
+        return self._spark
+
+    def submit(self, dag: DAG, config: JobConfig | None = None) -> SparkJob:
+        """Plan the job, build its RDDs and start it; returns at once with the handle.
+
+        Planning errors (an invalid DAG, a supplier that cannot be pickled) are raised here.
+        """
+        config = config or JobConfig()
+        spark = self.spark
+        sc = spark.sparkContext
+        member_count = config.member_count or self.member_count or sc.defaultParallelism
+        dag.validate()
+        if config.snapshots_enabled:
+            _log.warning(
+                "job %r: the Spark runner runs jobs as batch jobs for now; no snapshots are taken",
+                config.name,
+            )
+        job_id = uuid.uuid4().hex[:16]
+        plan = build_plan(dag, config, member_count, job_id=job_id)
+        stages = build_stages(dag)
+        check_picklable(plan, config)
+        carriers = {s.index: (s.downstream[0] if s.downstream else DRIVER) for s in stages.stages}
+        spec = TaskSpec(slim_plan(plan), stages, carriers, self.batch_size, self.record_items)
+        spec_bytes = dumps(spec)
+        name = config.name or f"job-{job_id}"
+        final_rdd, persisted = self._build_rdds(sc, name, spec_bytes, plan, stages)
+        return SparkJob(spark, dag, config, plan, stages, final_rdd, persisted).start()
+
+    def run(self, dag: DAG, config: JobConfig | None = None, timeout: float | None = None) -> SparkJob:
+        """Submit and wait for the end; re-raises a failure."""
+        return self.submit(dag, config).join(timeout)
+
+    def _build_rdds(
+        self, sc: Any, name: str, spec_bytes: bytes, plan: ExecutionPlan, stages: StagePlan
+    ) -> tuple[Any, list[Any]]:
+        from pyspark import StorageLevel
+
+        members = plan.member_count
+        rdd_sources = {
+            n: vp.vertex.meta_supplier.rdd
+            for n, vp in plan.vertices.items()
+            if isinstance(vp.vertex.meta_supplier, RddSource)
+        }
+        outputs: dict[int, Any] = {}
+        persisted: list[Any] = []
+        for stage in stages.stages:
+            label = f"jetspark {name}: stage {stage.index} [{', '.join(stage.vertices)}]"
+            with call_site(sc, label):
+                inputs = [outputs[u].filter(functools.partial(_addressed_to, stage.index)) for u in stage.upstream]
+                own_sources = [v for v in stage.vertices if v in rdd_sources]
+                direct = (
+                    not inputs
+                    and len(own_sources) == 1
+                    and rdd_sources[own_sources[0]].getNumPartitions() == members
+                )
+                if direct:
+                    task = functools.partial(run_stage_task, spec_bytes, stage.index, own_sources[0])
+                    rdd = rdd_sources[own_sources[0]].mapPartitionsWithIndex(task)
+                else:
+                    for vertex in own_sources:
+                        tag = functools.partial(source_records, stage.index, vertex, members, self.record_items)
+                        inputs.append(rdd_sources[vertex].mapPartitionsWithIndex(tag))
+                    task = functools.partial(run_stage_task, spec_bytes, stage.index, None)
+                    if inputs:
+                        shuffled = sc.union(inputs).partitionBy(members, _identity)
+                        rdd = shuffled.mapPartitionsWithIndex(task)
+                    else:
+                        rdd = sc.parallelize([], members).mapPartitionsWithIndex(task)
+                rdd.setName(label)
+                if len(stage.downstream) > 1:
+                    rdd.persist(StorageLevel.MEMORY_AND_DISK)
+                    persisted.append(rdd)
+                outputs[stage.index] = rdd
+        terminal = [outputs[s.index] for s in stages.stages if s.is_terminal]
+        final = terminal[0] if len(terminal) == 1 else sc.union(terminal)
+        return final, persisted

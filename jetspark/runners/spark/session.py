@@ -1,0 +1,164 @@
+"""Finding or starting the SparkSession a job runs on, after checking that Java is there.
+
+Order: a running session (inside `spark-submit`, a notebook, or a test fixture) is reused; under
+`spark-submit` without one yet, the session `spark-submit` configured is created; otherwise an
+embedded session is started on `JETSPARK_MASTER` (default `local[*]`) with quiet logs (WARN), no
+web UI and no console progress bars, and workers running this Python (`PYSPARK_PYTHON`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from jetspark.core.errors import JetsparkError
+
+MASTER_ENV = "JETSPARK_MASTER"
+MIN_JAVA = 17
+
+_LOG4J2 = """\
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+# jetspark re-raises a failed task as JobFailedError: no second copy of its traceback in the log.
+logger.executor.name = org.apache.spark.executor.Executor
+logger.executor.level = fatal
+logger.tsm.name = org.apache.spark.scheduler.TaskSetManager
+logger.tsm.level = error
+logger.utils.name = org.apache.spark.util.Utils
+logger.utils.level = error
+logger.native.name = org.apache.hadoop.util.NativeCodeLoader
+logger.native.level = error
+"""
+
+
+class JavaNotFoundError(JetsparkError):
+    """Spark needs Java and none (or too old a one) was found."""
+
+
+def java_executable() -> str | None:
+    """`$JAVA_HOME/bin/java` if JAVA_HOME is set, else `java` on PATH, else None."""
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        candidate = Path(home) / "bin" / "java"
+        return str(candidate) if candidate.exists() else None
+    return shutil.which("java")
+
+
+_INSTALL_HINT = (
+    "Install Java 17: `sudo apt-get install openjdk-17-jre-headless` (Debian/Ubuntu), "
+    "`sudo dnf install java-17-openjdk-headless` (Fedora), `brew install openjdk@17` (macOS), or "
+    "https://adoptium.net; then put `java` on PATH or set JAVA_HOME. Without Spark, run the job in "
+    "process: `jetspark run --local job.py` (or JETSPARK_RUNNER=local)."
+)
+
+
+def check_java() -> str:
+    """Return the java executable Spark will use, or raise JavaNotFoundError saying how to install it."""
+    java = java_executable()
+    if java is None:
+        where = f"JAVA_HOME={os.environ['JAVA_HOME']!r} has no bin/java" if os.environ.get("JAVA_HOME") else (
+            "no `java` on PATH and JAVA_HOME is not set"
+        )
+        raise JavaNotFoundError(f"Spark needs Java {MIN_JAVA} or newer, but {where}. {_INSTALL_HINT}")
+    try:
+        probe = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise JavaNotFoundError(f"Spark needs Java {MIN_JAVA}; running {java} -version failed: {error}. {_INSTALL_HINT}") from error
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', probe.stderr + probe.stdout)
+    if match is not None:
+        major = int(match.group(1))
+        if major == 1 and match.group(2):  # "1.8.0" is Java 8
+            major = int(match.group(2))
+        if major < MIN_JAVA:
+            raise JavaNotFoundError(f"Spark needs Java {MIN_JAVA} or newer, but {java} is Java {major}. {_INSTALL_HINT}")
+    return java
+
+
+def under_spark_submit() -> bool:
+    """True inside `spark-submit` (or the pyspark shell): a JVM gateway is already running."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def log4j_config_file() -> str:
+    """A log4j2 configuration for embedded sessions: WARN, and no duplicated task tracebacks."""
+    path = Path(tempfile.gettempdir()) / "jetspark-log4j2.properties"
+    if not path.exists() or path.read_text() != _LOG4J2:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(_LOG4J2)
+        tmp.replace(path)
+    return str(path)
+
+
+def embedded_conf(master: str) -> dict[str, str]:
+    """Spark settings of an embedded session (jetspark's own defaults; tests use them too)."""
+    log4j = f"-Dlog4j.configurationFile=file:{log4j_config_file()}"
+    return {
+        "spark.master": master,
+        "spark.app.name": "jetspark",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.extraJavaOptions": log4j,
+        "spark.executor.extraJavaOptions": log4j,
+    }
+
+
+def prepare_environment(master: str) -> None:
+    """Environment an embedded session needs: this Python on workers; SPARK_HOME for local-cluster."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    if master.startswith("local-cluster") and "SPARK_HOME" not in os.environ:
+        import pyspark
+
+        os.environ["SPARK_HOME"] = str(Path(pyspark.__file__).parent)
+
+
+def get_session(master: str | None = None, extra_conf: dict[str, str] | None = None) -> Any:
+    """The running SparkSession, or a new one (see the module docstring)."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    if SparkContext._active_spark_context is not None:
+        return SparkSession.builder.getOrCreate()
+    if under_spark_submit() and master is None:
+        return SparkSession.builder.appName("jetspark").getOrCreate()
+    master = master or os.environ.get(MASTER_ENV) or "local[*]"
+    check_java()
+    prepare_environment(master)
+    builder = SparkSession.builder
+    for key, value in {**embedded_conf(master), **(extra_conf or {})}.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("WARN")
+    return session
+
+
+@contextlib.contextmanager
+def call_site(sc: Any, text: str) -> Iterator[None]:
+    """Name the RDDs and Spark stages created inside (the Spark UI shows `text` instead of a
+    Python line). PySpark sets its own call site only when none is set, which this marks."""
+    try:
+        from pyspark.traceback_utils import SCCallSiteSync
+    except ImportError:  # pragma: no cover - other pyspark layouts: just no names
+        yield
+        return
+    sc._jsc.setCallSite(text)
+    SCCallSiteSync._spark_stack_depth += 1
+    try:
+        yield
+    finally:
+        SCCallSiteSync._spark_stack_depth -= 1
+        sc._jsc.setCallSite(None)

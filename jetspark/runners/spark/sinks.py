@@ -1,0 +1,82 @@
+"""A sink that hands a vertex's output to Spark's DataFrame writers.
+
+`write_dataframe(path, format="parquet")` is the supplier of a sink vertex. Its processors collect
+their items like the `collect` sink (the items travel to the driver with the job's results);
+when the Spark job has completed, the runner builds a DataFrame from them
+(`spark.createDataFrame(items, schema)`) and, if `path` is given, writes it with
+`df.write.format(format).mode(mode).options(**options).save(path)`. `SparkJob.dataframe(vertex)`
+returns that DataFrame. Because the items pass through the driver, this suits outputs that fit in
+the driver's memory (aggregates, samples, reports), not bulk data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from jetspark.core.context import RESULTS_ATTRIBUTE, ProcessorContext
+from jetspark.core.inbox import Inbox
+from jetspark.core.outbox import Outbox
+from jetspark.core.processor import Processor
+from jetspark.core.suppliers import MemberSuppliers, ProcessorMetaSupplier, ProcessorSupplier
+from jetspark.core.watermark import Watermark
+
+
+class _DataFrameSinkP(Processor):
+    def init(self, outbox: Outbox, context: ProcessorContext) -> None:
+        collector = context.attributes.get(RESULTS_ATTRIBUTE)
+        if collector is None:
+            raise RuntimeError(f"vertex {context.vertex_name!r}: the runner provides no result collector")
+        self._add = collector.add
+        self._vertex = context.vertex_name
+
+    def process(self, ordinal: int, inbox: Inbox) -> None:
+        batch: list[Any] = []
+        inbox.drain_to(batch)
+        self._add(self._vertex, batch)
+
+    def try_process_watermark(self, watermark: Watermark) -> bool:
+        return True
+
+
+class _DataFrameSinkSupplier(ProcessorSupplier):
+    def get(self, count: int) -> list[Processor]:
+        return [_DataFrameSinkP() for _ in range(count)]
+
+
+class DataFrameSink(ProcessorMetaSupplier):
+    """Meta supplier of a `write_dataframe` sink; the Spark runner writes after the job completes."""
+
+    def __init__(self, path: str | None, format: str, mode: str, schema: Any, options: dict[str, str]) -> None:
+        self.path = path
+        self.format = format
+        self.mode = mode
+        self.schema = schema
+        self.options = options
+
+    def get(self, member_indexes: Sequence[int]) -> MemberSuppliers:
+        supplier = _DataFrameSinkSupplier()
+        return {m: supplier for m in member_indexes}
+
+    def write(self, spark: Any, items: list[Any]) -> Any:
+        """Build the DataFrame of `items` and write it (if a path was given); return the DataFrame."""
+        df = spark.createDataFrame(items, self.schema)
+        if self.path is not None:
+            df.write.format(self.format).mode(self.mode).options(**self.options).save(self.path)
+        return df
+
+
+def write_dataframe(
+    path: str | None = None,
+    format: str = "parquet",
+    mode: str = "errorifexists",
+    schema: Any = None,
+    **options: str,
+) -> DataFrameSink:
+    """A sink vertex whose items (Rows, tuples or dicts) become a DataFrame written to `path`.
+
+    `schema` is anything `spark.createDataFrame` takes (a StructType, a DDL string or a list of
+    column names); None infers it. With `path=None` nothing is written and the DataFrame is only
+    available from `SparkJob.dataframe(vertex)`.
+    """
+    return DataFrameSink(path, format, mode, schema, dict(options))
