@@ -58,6 +58,7 @@ class OutboxImpl(Outbox):
         self._unfinished_ordinals: tuple[int, ...] = ()
         self._accepted: set[int] = set()
         self._forbidden_by: str | None = None
+        self._blocked = False
         #: True while an offer is unfinished or offers are forbidden: the fast paths step aside.
         self._slow = False
         self._snapshot_allowed_in: str | None = None
@@ -149,8 +150,14 @@ class OutboxImpl(Outbox):
         self._forbidden_by = method
         self._update_slow()
 
+    def block(self, blocked: bool) -> None:
+        """While blocked, only an unfinished item may still be offered; any other offer returns
+        False (leaving nothing unfinished), so that a snapshot can be taken right after."""
+        self._blocked = blocked
+        self._update_slow()
+
     def _update_slow(self) -> None:
-        self._slow = self._forbidden_by is not None or self._unfinished_item is not _NOTHING
+        self._slow = self._forbidden_by is not None or self._unfinished_item is not _NOTHING or self._blocked
 
     def allow_snapshot_offers(self, method: str | None) -> None:
         self._snapshot_allowed_in = method
@@ -231,6 +238,8 @@ class OutboxImpl(Outbox):
         self._update_slow()
 
     def _offer_to_ordinals(self, ordinals: tuple[int, ...], item: Any) -> bool:
+        if self._blocked and self._unfinished_item is _NOTHING:
+            return False
         self._check_reoffer(ordinals, item)
         if item is None:
             raise ProcessorContractError(f"{self.owner}: None cannot be offered")

@@ -329,12 +329,22 @@ class ProcessorTasklet:
             self.state = State.COMMIT_FINISH
             return True
         snapshot = self.snapshot_context
+        blocked = False
         if snapshot.phase1_in_progress and snapshot.phase1_id > self.last_snapshot_id:
-            self._barrier = SnapshotBarrier(snapshot.phase1_id, snapshot.terminal, snapshot.export_only)
-            self._resume_state = State.COMPLETE
-            self.state = State.SAVE_SNAPSHOT
-            return True
-        if self.processor.complete():
+            if not self.outbox.has_unfinished_item():
+                self._barrier = SnapshotBarrier(snapshot.phase1_id, snapshot.terminal, snapshot.export_only)
+                self._resume_state = State.COMPLETE
+                self.state = State.SAVE_SNAPSHOT
+                return True
+            # a rejected item must go out before the snapshot: let only that one through
+            blocked = True
+            self.outbox.block(True)
+        try:
+            done = self.processor.complete()
+        finally:
+            if blocked:
+                self.outbox.block(False)
+        if done:
             self.state = State.EMIT_DONE
             return True
         return False
