@@ -262,6 +262,9 @@ class ProcessorTasklet:
                     self._current_stream = stream
                     self._inbox_filled_once = True
                     self._round_robin = (self._round_robin + step + 1) % count
+                    position = self._position[id(stream)]
+                    if self._coalescer.is_idle(position):  # an item makes an idle edge active again
+                        self._coalescer.observe_item(position)
                     return True
             if all(s.is_done for s in group):
                 self._group_index += 1
