@@ -7,7 +7,8 @@ and an append. Watermarks and other special items first flush the buffer (order 
 to every downstream queue.
 
 Contract checks: after a rejected offer, the next offer must be of the same item (`==`) to the
-same ordinals, else `ProcessorContractError`; offers are refused with that error while the
+same ordinals, else `ProcessorContractError` (as is a watermark not greater than the last one offered
+to an ordinal, so the error names the processor that emitted it); offers are refused with that error while the
 tasklet forbids them (from `snapshot_commit_finish`); `offer_to_snapshot` only while the tasklet
 allows it (from `save_to_snapshot` and `snapshot_commit_prepare`).
 """
@@ -21,7 +22,7 @@ from typing import Any
 
 from jetspark.core.errors import ProcessorContractError
 from jetspark.core.outbox import Outbox
-from jetspark.core.watermark import Watermark
+from jetspark.core.watermark import IDLE_TIMESTAMP, Watermark
 from jetspark.engine.routing import OutboundCollector
 
 _NOTHING: Any = object()
@@ -52,6 +53,7 @@ class OutboxImpl(Outbox):
         self.owner = owner
         self.batch_size = batch_size
         self.buffers: list[list[Any]] = [[] for _ in self.collectors]
+        self._last_watermarks = [-(2**63)] * len(self.collectors)
         self.snapshot_buffer: list[tuple[Any, bytes]] = []
         self._snapshot_sink = snapshot_sink
         self._unfinished_item: Any = _NOTHING
@@ -263,12 +265,22 @@ class OutboxImpl(Outbox):
 
     def _offer_watermark(self, ordinals: tuple[int, ...], watermark: Watermark) -> bool:
         accepted = self._accepted
+        timestamp = watermark.timestamp
+        rising = timestamp != IDLE_TIMESTAMP  # the idle marker may follow any watermark
+        last = self._last_watermarks
         for ordinal in ordinals:
             if ordinal in accepted:
                 continue
+            if rising and timestamp <= last[ordinal]:
+                raise ProcessorContractError(
+                    f"{self.owner}: watermark {timestamp} offered to ordinal {ordinal} is not greater than "
+                    f"the previous one ({last[ordinal]}); watermarks must rise"
+                )
             if self.buffers[ordinal] and not self._flush_ordinal(ordinal):
                 continue
             self.collectors[ordinal].offer_special(watermark)
+            if rising:
+                last[ordinal] = timestamp
             accepted.add(ordinal)
             self.progress = True
         if len(accepted) == len(ordinals):
