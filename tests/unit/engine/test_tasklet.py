@@ -1,0 +1,110 @@
+"""ProcessorTasklet: snapshots of a source between its complete() calls, driven call by call.
+
+The rest of the tasklet's state machine is specified rule by rule in tests/contract/; this module
+keeps the cases that need one tasklet stepped by hand with a real queue and snapshot context.
+"""
+
+from __future__ import annotations
+
+import itertools
+import pickle
+from typing import Any
+
+from jetspark.core import DAG, AbstractProcessor, JobConfig
+from jetspark.engine.outbox import OutboxImpl
+from jetspark.engine.queue import BoundedQueue
+from jetspark.engine.routing import UnicastCollector
+from jetspark.engine.snapshot import SnapshotContext
+from jetspark.engine.special import SnapshotBarrier
+from jetspark.engine.tasklet import ProcessorTasklet, State
+from jetspark.planning.plan import build_plan
+
+
+class Counting(AbstractProcessor):
+    """A streaming source emitting 0, 1, 2, ...; its state is how many items went out.
+
+    `per_call` caps the items per complete() call; with a cap it returns before any rejection.
+    """
+
+    def __init__(self, per_call: int | None = None) -> None:
+        self.per_call = per_call
+        self.next_item = 0
+        self.unfinished_at_save: list[bool] = []
+
+    def complete(self) -> bool:
+        for _ in itertools.repeat(None, self.per_call) if self.per_call else itertools.repeat(None):
+            if not self.try_emit(self.next_item):
+                return False
+            self.next_item += 1
+        return False  # streaming: never done
+
+    def save_to_snapshot(self) -> bool:
+        self.unfinished_at_save.append(self.outbox.has_unfinished_item())
+        return self.try_emit_to_snapshot("next", self.next_item)
+
+
+def source_tasklet(
+    processor: Counting, queue: BoundedQueue, batch_size: int
+) -> tuple[ProcessorTasklet, SnapshotContext]:
+    dag = DAG()
+    dag.new_vertex("source", lambda: processor, 1)
+    plan = build_plan(dag, JobConfig(), 1)
+    snapshots = SnapshotContext(1)
+    outbox = OutboxImpl(
+        [UnicastCollector([queue])],
+        "vertex 'source' processor #0",
+        batch_size,
+        lambda entries: snapshots.add_entries("source", entries),
+    )
+    tasklet = ProcessorTasklet(processor, plan.processor_context("source", 0, 0), outbox, [], snapshots)
+    tasklet.init()
+    return tasklet, snapshots
+
+
+def run_until_barrier(tasklet: ProcessorTasklet, queue: BoundedQueue, rounds: int = 200) -> list[Any]:
+    """Call the tasklet and drain its queue until the snapshot barrier came out; return the stream."""
+    stream: list[Any] = []
+    for _ in range(rounds):
+        tasklet.call()
+        while (entry := queue.take()) is not None:
+            if type(entry) is list:
+                stream.extend(entry)
+            else:
+                stream.append(entry)
+                return stream
+    raise AssertionError(f"no barrier after {rounds} calls; tasklet in state {tasklet.state}")
+
+
+def snapshot_taken_consistently(processor: Counting, snapshots: SnapshotContext, stream: list[Any]) -> None:
+    assert isinstance(stream[-1], SnapshotBarrier) and stream[-1].snapshot_id == 0
+    items = stream[:-1]
+    assert items == list(range(len(items)))
+    (saved,) = [pickle.loads(v) for k, v in snapshots.data["source"] if k == "next"]
+    assert saved == len(items), "the snapshot must cover exactly the items before the barrier"
+    assert processor.unfinished_at_save and not any(processor.unfinished_at_save)
+
+
+def test_a_source_snapshots_between_complete_calls() -> None:
+    processor = Counting(per_call=1)  # never rejected: returns after each item
+    queue = BoundedQueue(4)
+    tasklet, snapshots = source_tasklet(processor, queue, batch_size=2)
+    for _ in range(3):
+        tasklet.call()
+        queue.take()
+    assert tasklet.state is State.COMPLETE
+    snapshots.start(0)
+    stream = run_until_barrier(tasklet, queue)
+    snapshot_taken_consistently(processor, snapshots, [0, 1, 2, *stream])
+    assert snapshots.phase2_in_progress or snapshots.phase2_id == 0
+
+
+def test_a_source_whose_offer_was_rejected_finishes_that_item_before_its_snapshot() -> None:
+    processor = Counting()  # emits until the outbox refuses, as a streaming source does
+    queue = BoundedQueue(2)
+    tasklet, snapshots = source_tasklet(processor, queue, batch_size=1)
+    tasklet.call()
+    tasklet.call()
+    assert tasklet.outbox.has_unfinished_item()  # the queue and the buffer are full
+    snapshots.start(0)
+    stream = run_until_barrier(tasklet, queue)
+    snapshot_taken_consistently(processor, snapshots, stream)
