@@ -1,0 +1,45 @@
+"""jetspark.processors exports its factories exactly once, and no implementation class."""
+
+from __future__ import annotations
+
+import inspect
+import types
+
+import jetspark.processors as P
+from jetspark.core import AbstractProcessor, ProcessorSupplier
+
+
+def test_all_is_exactly_the_public_namespace() -> None:
+    public = {
+        name
+        for name, value in vars(P).items()
+        if not name.startswith("_") and not isinstance(value, types.ModuleType)
+    }
+    assert public == set(P.__all__)
+    assert len(P.__all__) == len(set(P.__all__))
+
+
+def test_no_processor_class_is_public() -> None:
+    for name in P.__all__:
+        value = getattr(P, name)
+        assert not (inspect.isclass(value) and issubclass(value, AbstractProcessor)), name
+
+
+def test_factories_return_processor_suppliers() -> None:
+    suppliers = [
+        P.from_iterable([1]),
+        P.generator_stream(count=1),
+        P.map(str),
+        P.filter(bool),
+        P.flat_map(list),
+        P.fused(P.Chain().map(str)),
+        P.accumulate_by_key(str, P.counting()),
+        P.combine_by_key(P.counting()),
+        P.collect(),
+        P.logger(),
+        P.noop(),
+    ]
+    for supplier in suppliers:
+        assert isinstance(supplier, ProcessorSupplier)
+        [processor] = supplier.get(1)
+        assert type(processor).__name__.startswith("_"), type(processor)

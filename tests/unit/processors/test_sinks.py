@@ -1,0 +1,102 @@
+"""collect, logger and noop: what reaches the runner, the log, or nowhere."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+from jetspark import processors as P
+from jetspark.core import DAG, Edge, JobConfig
+from jetspark.core.context import RESULTS_ATTRIBUTE
+from jetspark.engine.inbox import ListInbox
+from jetspark.engine.outbox import OutboxImpl
+from jetspark.planning.plan import build_plan
+from jetspark.runners.local import LocalRunner
+
+
+def source_into(setting: Any, sink_supplier: Any, items: list[Any], lp: int = -1) -> Any:
+    dag = DAG()
+    source = dag.new_vertex("source", P.from_iterable(items), lp)
+    sink = dag.new_vertex("sink", sink_supplier, lp)
+    dag.edge(setting.edge(source, sink))
+    return setting.run(dag)
+
+
+def test_collect_returns_every_item(setting: Any) -> None:
+    items = [("a", i) for i in range(50)]
+    assert sorted(source_into(setting, P.collect(), items, lp=2).result("sink")) == items
+
+
+def test_collect_keeps_order_from_one_processor(single: Any) -> None:
+    assert source_into(single, P.collect(), list(range(30))).result("sink") == list(range(30))
+
+
+class Recorder:
+    """A result collector that remembers each `add` call."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, list[Any]]] = []
+
+    def add(self, vertex: str, items: list[Any]) -> None:
+        self.calls.append((vertex, list(items)))
+
+
+def collect_processor(attributes: dict[str, Any]) -> Any:
+    """A collect processor initialised by the planner's context for vertex 'out'."""
+    dag = DAG()
+    dag.new_vertex("out", P.collect())
+    plan = build_plan(dag, JobConfig(), 1)
+    [processor] = plan.create_processors("out", 0)
+    context = plan.processor_context("out", 0, 0)
+    context.attributes.update(attributes)
+    processor.init(OutboxImpl([], "out"), context)
+    return processor
+
+
+def test_collect_adds_one_batch_per_process_call() -> None:
+    recorder = Recorder()
+    processor = collect_processor({RESULTS_ATTRIBUTE: recorder})
+    inbox = ListInbox()
+    inbox.fill([1, 2, 3])
+    processor.process(0, inbox)
+    assert inbox.is_empty()
+    inbox.fill([4])
+    processor.process(0, inbox)
+    assert recorder.calls == [("out", [1, 2, 3]), ("out", [4])]
+
+
+def test_collect_without_a_result_collector_names_the_vertex() -> None:
+    with pytest.raises(RuntimeError, match="vertex 'out': collect\\(\\) needs the runner's result collector"):
+        collect_processor({})
+
+
+def test_logger_logs_each_item(single: Any, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="jetspark.vertex.sink"):
+        source_into(single, P.logger(), ["x", "y"])
+    assert [r.getMessage() for r in caplog.records if r.name == "jetspark.vertex.sink"] == ["'x'", "'y'"]
+
+
+def test_logger_below_its_level_logs_nothing(single: Any, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="jetspark.vertex.sink"):
+        job = source_into(single, P.logger(logging.DEBUG), list(range(10)))
+    assert [r for r in caplog.records if r.name == "jetspark.vertex.sink"] == []
+    assert job.metrics()["sink"]["received"] == 10
+
+
+def test_noop_consumes_everything(setting: Any) -> None:
+    job = source_into(setting, P.noop(), list(range(100)), lp=2)
+    assert job.metrics()["sink"]["received"] == 100
+
+
+@pytest.mark.parametrize("sink", [P.collect, P.logger, P.noop])
+def test_sinks_accept_watermarks(sink: Any) -> None:
+    dag = DAG()
+    source = dag.new_vertex(
+        "source", P.generator_stream(count=30, items_per_second=300, timestamp_fn=lambda x: x)
+    )
+    out = dag.new_vertex("sink", sink())
+    dag.edge(Edge.between(source, out))
+    job = LocalRunner(1).run(dag, timeout=30)
+    assert job.metrics()["sink"]["received"] == 30
