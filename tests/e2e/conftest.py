@@ -1,0 +1,8 @@
+"""Make `tests.e2e.shapes` importable however pytest was started (`python -m pytest` already does)."""
+
+import sys
+from pathlib import Path
+
+_ROOT = str(Path(__file__).resolve().parents[2])
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
