@@ -1,0 +1,116 @@
+"""Completion rules: complete_edge per exhausted edge, complete after all, edge priorities."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.contract.conftest import EngineSettings
+from tests.contract.harness import DONE, TaskletHarness
+from tests.contract.recording import Behaviour, Recorder, RecordingProcessor
+from tests.contract.scenarios import between_false_and_retry, numbered, two_sources_to_sink
+
+
+def _late_sources(count: int = 12, late: int = 15) -> tuple[Behaviour, Behaviour]:
+    """Sources whose end of stream arrives well after their last item (a separate inbox fill)."""
+    return (
+        Behaviour(emit=numbered("a", count), complete_when=lambda p: p.count("complete") > late),
+        Behaviour(emit=numbered("b", count), complete_when=lambda p: p.count("complete") > late // 2),
+    )
+
+
+@pytest.mark.parametrize("false_times", [0, 2])
+def test_complete_edge_called_once_per_exhausted_edge_after_its_items(
+    engine: EngineSettings, recorder: Recorder, false_times: int
+) -> None:
+    """Rule (completeEdge): "Called after the edge input with the supplied ordinal is exhausted. If it
+    returns false, it will be called again before proceeding to call any other method" — one
+    successful call per ordinal, after every item of that ordinal, retried while False."""
+    sink = Behaviour(take=3, false_times={"complete_edge": false_times})
+    engine.run(two_sources_to_sink(engine, recorder, sink, sources=_late_sources()))
+    for p in recorder.processors("sink"):
+        calls = p.processing_calls()
+        for ordinal in (0, 1):
+            done = [i for i, c in enumerate(calls) if c.method == "complete_edge" and c.args == (ordinal,)]
+            succeeded = [i for i in done if calls[i].result is True]
+            assert len(succeeded) == 1, (
+                f"{p.label}: complete_edge({ordinal}) returned True {len(succeeded)} times"
+            )
+            assert len(done) == false_times + 1, p.label
+            last_item = max(
+                (i for i, c in enumerate(calls) if c.method == "process" and c.args == (ordinal,)), default=-1
+            )
+            assert last_item < done[0], f"{p.label}: items of ordinal {ordinal} after complete_edge"
+        assert between_false_and_retry(p, "complete_edge", allowed=("snapshot_commit_finish",)) == []
+
+
+@pytest.mark.parametrize("false_times", [0, 3])
+def test_complete_called_after_all_edges_exhausted_and_repeated_while_false(
+    engine: EngineSettings, recorder: Recorder, false_times: int
+) -> None:
+    """Rule (complete): "Called after all the inbound edges' streams are exhausted. If it returns false,
+    it will be invoked again until it returns true" and "After this method is called, no other
+    processing methods are called on this processor, except for snapshotCommitFinish"."""
+    sink = Behaviour(take=4, false_times={"complete": false_times})
+    engine.run(two_sources_to_sink(engine, recorder, sink, sources=_late_sources()))
+    for p in recorder.processors("sink"):
+        calls = p.processing_calls()
+        first_complete = next(i for i, c in enumerate(calls) if c.method == "complete")
+        before = calls[:first_complete]
+        assert sorted(c.args[0] for c in before if c.method == "complete_edge" and c.result) == [0, 1]
+        after = calls[first_complete:]
+        assert {c.method for c in after} <= {"complete", "snapshot_commit_finish"}, p.label
+        results = [c.result for c in after if c.method == "complete"]
+        assert results == [False] * false_times + [True], p.label
+        assert p.methods()[-1] == "close"
+
+
+def test_lower_priority_edge_fully_processed_and_completed_before_higher_priority_items(
+    engine: EngineSettings, recorder: Recorder
+) -> None:
+    """Rule (priorities): "Inbound streams are grouped by priority, lower value first; a group is left
+    only when all its streams are done" — every item of the lower-priority edge and its
+    complete_edge come before any item of the higher-priority edge."""
+    dag = two_sources_to_sink(
+        engine, recorder, Behaviour(take=2), sources=_late_sources(count=10, late=25), priorities=(5, -1)
+    )
+    engine.run(dag)
+    for p in recorder.processors("sink"):
+        calls = p.processing_calls()
+        events = [(c.method, c.args[0]) for c in calls if c.method in ("process", "complete_edge")]
+        first_high = next(i for i, e in enumerate(events) if e[1] == 0)
+        low, high = events[:first_high], events[first_high:]
+        assert ("complete_edge", 1) in low, f"{p.label}: ordinal 0 started before complete_edge(1): {events}"
+        assert all(e[1] == 1 for e in low)
+        assert all(e[1] == 0 for e in high), f"{p.label}: {events}"
+    assert len(recorder.received("sink")) == 2 * 10 * engine.member_count
+
+
+def test_priority_group_is_left_only_after_complete_edge_of_a_stream_that_ended_separately() -> None:
+    """Rule (priorities), exact interleaving: the low-priority edge's end arrives in a fill of its own
+    while the high-priority edge already has items queued; complete_edge(low) must still come
+    before the first high-priority item."""
+    sink = RecordingProcessor("sink", Behaviour())
+    harness = TaskletHarness(sink, inbound=[(1, 1), (0, 1)])  # ordinal 1 has the lower priority value
+    harness.feed(1, 0, "low-1", "low-2")
+    harness.feed(0, 0, "high-1", "high-2", DONE)
+    harness.run()
+    harness.feed(1, 0, DONE)
+    harness.run()
+    events = [
+        (c.method, c.args[0]) for c in sink.processing_calls() if c.method in ("process", "complete_edge")
+    ]
+    assert events == [("process", 1), ("complete_edge", 1), ("process", 0), ("complete_edge", 0)]
+
+
+@pytest.mark.parametrize(
+    "engine", [EngineSettings(1, 1, 1), EngineSettings(1024, 1, 3)], ids=["members1", "members3"]
+)
+def test_equal_priority_edges_are_interleaved(engine: EngineSettings, recorder: Recorder) -> None:
+    """Rule (inbox filling): "round-robin over the current group's edges" — with equal priorities
+    neither edge waits for the other to finish (queues of one item force the interleaving)."""
+    sources = (Behaviour(emit=numbered("a", 40)), Behaviour(emit=numbered("b", 40)))
+    engine.run(two_sources_to_sink(engine, recorder, Behaviour(take=1), sources=sources))
+    for p in recorder.processors("sink"):
+        ordinals = [o for o, _ in p.received]
+        first_b = ordinals.index(1)
+        assert 0 in ordinals[first_b:], f"{p.label}: edge 0 drained completely before edge 1 started"

@@ -1,0 +1,89 @@
+"""Failure rules: an exception in any processing method fails the job, naming the processor, and
+every processor is still closed exactly once; nothing hangs."""
+
+from __future__ import annotations
+
+import pytest
+
+from jetspark.core.config import JobConfig, ProcessingGuarantee
+from jetspark.core.dag import DAG
+from jetspark.core.errors import JobFailedError
+from jetspark.runners.local import JobStatus, LocalJob
+from tests.contract.conftest import JOB_TIMEOUT, EngineSettings
+from tests.contract.recording import PROCESSING_METHODS, Behaviour, Boom, Recorder
+from tests.contract.scenarios import source_map_sink, with_watermarks
+
+EXACTLY_ONCE = JobConfig(processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE, snapshot_interval_millis=1)
+
+RESTORING_METHODS = ["restore_from_snapshot", "finish_snapshot_restore"]
+RUNNING_METHODS = ["init", *(m for m in PROCESSING_METHODS if m not in RESTORING_METHODS)]
+
+
+def failing_pipeline(
+    engine: EngineSettings,
+    recorder: Recorder,
+    method: str | None,
+    cooperative: bool,
+    until_suspended: bool = False,
+) -> DAG:
+    """source -> map -> sink, streaming until two snapshots were taken (or, with `until_suspended`,
+    until the job is suspended), and ending at once after a resume; the map raises in `method`, on
+    its first call of it."""
+    source = Behaviour(
+        emit=with_watermarks("a", 12),
+        complete_when=lambda p: (
+            p.generation > 0 or (not until_suspended and len(p.saves) >= 2 and p.count("complete") > 20)
+        ),
+    )
+    middle = Behaviour(
+        forward=True,
+        raise_in=method,
+        cooperative=cooperative,
+        snapshot=lambda p: [(("state", p.label), p.label)],
+    )
+    return source_map_sink(engine, recorder, middle, source=source)
+
+
+def assert_failed_naming_map(job: LocalJob, recorder: Recorder, method: str) -> None:
+    with pytest.raises(JobFailedError) as caught:
+        job.join(JOB_TIMEOUT)
+    error = caught.value
+    assert job.status is JobStatus.FAILED
+    assert error.vertex == "map"
+    assert error.processor_index is not None
+    assert f"vertex 'map' processor #{error.processor_index}" in str(error)
+    assert isinstance(error.__cause__, Boom)
+    assert f"boom in {method}" in str(error.__cause__)
+    failing = [p for p in recorder.processors("map") if any(isinstance(c.error, Boom) for c in p.calls)]
+    assert [p.context.global_processor_index for p in failing if p.context] == [error.processor_index]
+    for p in recorder.processors():
+        assert p.count("close") <= 1, p.label
+        if p.calls:
+            assert p.count("close") == 1, f"{p.label} was not closed"
+            assert p.methods()[-1] == "close", p.label
+
+
+@pytest.mark.parametrize("cooperative", [True, False], ids=["cooperative", "non-cooperative"])
+@pytest.mark.parametrize("method", RUNNING_METHODS)
+def test_exception_in_processing_method_fails_job_naming_vertex_and_processor(
+    engine: EngineSettings, recorder: Recorder, method: str, cooperative: bool
+) -> None:
+    """Rule (failures): an exception in any processing method (or init) fails the job: join() raises
+    JobFailedError chained to the original error, naming the vertex and processor index; every
+    processor is still closed exactly once and the job ends."""
+    job = engine.submit(failing_pipeline(engine, recorder, method, cooperative), EXACTLY_ONCE)
+    assert_failed_naming_map(job, recorder, method)
+
+
+@pytest.mark.parametrize("method", RESTORING_METHODS)
+def test_exception_while_restoring_fails_job_naming_vertex_and_processor(
+    engine: EngineSettings, recorder: Recorder, method: str
+) -> None:
+    """Rule (failures), restore methods: restore_from_snapshot / finish_snapshot_restore raising after a
+    resume fails the job the same way."""
+    job = engine.submit(failing_pipeline(engine, recorder, method, True, until_suspended=True), EXACTLY_ONCE)
+    job.suspend(JOB_TIMEOUT)
+    assert job.status is JobStatus.SUSPENDED
+    recorder.generation = 1
+    job.resume()
+    assert_failed_naming_map(job, recorder, method)

@@ -1,0 +1,139 @@
+"""Restore rules: restore_from_snapshot entries, finish_snapshot_restore, and where entries go when
+the job resumes with another parallelism or member count."""
+
+from __future__ import annotations
+
+import itertools
+import pickle
+from typing import Any
+
+import pytest
+
+from jetspark.core.config import JobConfig, ProcessingGuarantee
+from jetspark.core.dag import DAG
+from jetspark.core.partitioner import default_partitioner
+from jetspark.core.watermark import BroadcastKey
+from jetspark.runners.local import JobStatus, LocalJob
+from tests.contract.conftest import JOB_TIMEOUT, EngineSettings
+from tests.contract.recording import Behaviour, Recorder, RecordingProcessor
+from tests.contract.scenarios import between_false_and_retry, numbered, source_map_sink
+
+EXACTLY_ONCE = JobConfig(processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE, snapshot_interval_millis=1)
+
+
+def state_entries(p: RecordingProcessor, keyed: int = 12) -> list[tuple[Any, Any]]:
+    """What each map processor saves: `keyed` keys of its own and one broadcast entry."""
+    entries: list[tuple[Any, Any]] = [(("k", p.label, i), i * 10) for i in range(keyed)]
+    entries.append((BroadcastKey(("b", p.label)), p.label))
+    return entries
+
+
+def suspended_pipeline(
+    engine: EngineSettings, recorder: Recorder, middle: Behaviour, map_parallelism: int = 1
+) -> tuple[LocalJob, DAG]:
+    """source -> map -> sink, streaming until suspended; the sources end at once after the resume."""
+    source = Behaviour(emit=numbered("a", 6), complete_when=lambda p: p.generation > 0)
+    dag = source_map_sink(engine, recorder, middle, source=source, map_parallelism=map_parallelism)
+    job = engine.submit(dag, EXACTLY_ONCE)
+    job.suspend(JOB_TIMEOUT)
+    assert job.status is JobStatus.SUSPENDED
+    recorder.generation = 1
+    return job, dag
+
+
+def saved_entries(job: LocalJob, vertex: str) -> list[tuple[Any, Any]]:
+    assert job.last_snapshot is not None
+    return [(key, pickle.loads(value)) for key, value in job.last_snapshot.data.get(vertex, [])]
+
+
+def test_restore_from_snapshot_gets_key_value_entries_and_finish_snapshot_restore_follows(
+    engine: EngineSettings, recorder: Recorder
+) -> None:
+    """Rule (restoreFromSnapshot): "The type of items in the inbox is Map.Entry, key and value types are
+    exactly as they were saved ... If this method returns with items still present in the inbox, it
+    will be called again ... It is never called with an empty inbox. After all items are processed,
+    finishSnapshotRestore() is called" (retried while False, before any other method)."""
+    middle = Behaviour(
+        forward=True, take=3, snapshot=state_entries, false_times={"finish_snapshot_restore": 2}
+    )
+    job, _ = suspended_pipeline(engine, recorder, middle)
+    saved = saved_entries(job, "map")
+    job.resume().join(JOB_TIMEOUT)
+    restored: list[tuple[Any, Any]] = []
+    for p in recorder.processors("map", generation=1):
+        calls = [c for c in p.calls if c.method != "is_cooperative"]
+        assert calls[0].method == "init"
+        methods = [c.method for c in calls[1:]]
+        first_other = next(
+            i for i, m in enumerate(methods) if m not in ("restore_from_snapshot", "finish_snapshot_restore")
+        )
+        head = methods[:first_other]
+        assert head[-3:] == ["finish_snapshot_restore"] * 3, f"{p.label}: {head}"
+        assert "restore_from_snapshot" not in head[head.index("finish_snapshot_restore") :]
+        assert [c.result for c in p.calls_of("finish_snapshot_restore")] == [False, False, True]
+        assert between_false_and_retry(p, "finish_snapshot_restore") == []
+        for call in p.calls_of("restore_from_snapshot"):
+            assert call.inbox, f"{p.label}: restore_from_snapshot with an empty inbox"
+            assert all(isinstance(entry, tuple) and len(entry) == 2 for entry in call.inbox)
+        restore_calls = p.calls_of("restore_from_snapshot")
+        for call, following in itertools.pairwise(restore_calls):
+            if call.left:
+                assert call.inbox is not None
+                assert following.inbox == call.inbox[len(call.inbox) - call.left :], p.label
+        restored.extend(p.restored)
+    keyed = sorted((k, v) for k, v in saved if not isinstance(k, BroadcastKey))
+    assert sorted((k, v) for k, v in restored if not isinstance(k, BroadcastKey)) == keyed
+    assert len(keyed) == 12 * engine.member_count
+
+
+def test_try_process_first_called_after_finish_snapshot_restore(
+    engine: EngineSettings, recorder: Recorder
+) -> None:
+    """Rule (tryProcess): "If the job restores state from a snapshot, this method is called for the
+    first time after finishSnapshotRestore()"."""
+    middle = Behaviour(forward=True, snapshot=state_entries, false_times={"finish_snapshot_restore": 1})
+    job, _ = suspended_pipeline(engine, recorder, middle)
+    job.resume().join(JOB_TIMEOUT)
+    for p in recorder.processors(generation=1):
+        methods = p.methods()
+        if "try_process" not in methods:
+            continue
+        assert "finish_snapshot_restore" in methods[: methods.index("try_process")], p.label
+        finished = max(i for i, m in enumerate(methods) if m == "finish_snapshot_restore")
+        assert finished < methods.index("try_process"), p.label
+
+
+@pytest.mark.parametrize(
+    ("parallelism", "members_after"),
+    [((1, 1), None), ((2, 3), None), ((3, 1), None), ((2, 2), 2), ((1, 2), 1), ((2, 1), 3)],
+    ids=["same", "lp2to3", "lp3to1", "members-to-2", "lp1to2-members-to-1", "lp2to1-members-to-3"],
+)
+def test_keyed_entries_restored_to_partition_owner_and_broadcast_entries_to_all(
+    engine: EngineSettings, recorder: Recorder, parallelism: tuple[int, int], members_after: int | None
+) -> None:
+    """Rule (restore redistribution): "each snapshot entry is routed by the partition of its key to the
+    processor that now owns that partition; a BroadcastKey entry goes to every processor of the
+    vertex" — also when the job resumes with another local parallelism or member count."""
+    before, after = parallelism
+    middle = Behaviour(forward=True, snapshot=state_entries)
+    job, dag = suspended_pipeline(engine, recorder, middle, map_parallelism=before)
+    saved = saved_entries(job, "map")
+    assert len(saved) == 13 * before * engine.member_count
+    dag.get_vertex("map").with_local_parallelism(after)
+    job.resume(member_count=members_after).join(JOB_TIMEOUT)
+    restored_maps = recorder.processors("map", generation=1)
+    assert len(restored_maps) == after * (members_after or engine.member_count)
+    broadcast = sorted(((k, v) for k, v in saved if isinstance(k, BroadcastKey)), key=repr)
+    keyed = [(k, v) for k, v in saved if not isinstance(k, BroadcastKey)]
+    seen: list[tuple[Any, Any]] = []
+    for p in restored_maps:
+        assert p.context is not None
+        owned = set(p.context.processor_partitions)
+        mine = [(k, v) for k, v in p.restored if not isinstance(k, BroadcastKey)]
+        for key, _ in mine:
+            partition = default_partitioner(key, p.context.partition_count)
+            assert partition in owned, f"{p.label} got {key!r} of partition {partition}, not its own"
+        seen.extend(mine)
+        got_broadcast = sorted(((k, v) for k, v in p.restored if isinstance(k, BroadcastKey)), key=repr)
+        assert got_broadcast == broadcast, f"{p.label} did not get every broadcast entry"
+    assert sorted(seen, key=repr) == sorted(keyed, key=repr), "a keyed entry was lost or restored twice"
