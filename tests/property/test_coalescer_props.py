@@ -18,6 +18,9 @@ from hypothesis import strategies as st
 from jetspark.core.errors import ProcessorContractError
 from jetspark.core.watermark import IDLE_MESSAGE, Watermark
 from jetspark.engine.coalescer import WatermarkCoalescer
+from jetspark.engine.inbound import InboundStream
+from jetspark.engine.queue import BoundedQueue
+from jetspark.engine.special import DONE
 
 
 @dataclass(frozen=True)
@@ -229,3 +232,76 @@ def test_falling_after_idle_is_still_an_error(queues: int, value: int) -> None:
     coalescer.observe(0, IDLE_MESSAGE)
     with pytest.raises(ProcessorContractError):
         coalescer.observe(0, Watermark(value - 1))
+
+
+# ---- coalescing over the producers of one edge (InboundStream) -------------------------------
+
+
+@st.composite
+def producer_scripts(draw: st.DrawFn) -> list[list[tuple[str, int]]]:
+    """Per producer: ("item", ts) and ("wm", ts) entries; watermarks rise, no item is late."""
+    scripts = []
+    for _ in range(draw(st.integers(min_value=1, max_value=4))):
+        watermark = 0
+        script: list[tuple[str, int]] = []
+        for kind in draw(st.lists(st.sampled_from(["item", "item", "wm"]), max_size=15)):
+            if kind == "wm":
+                watermark += draw(st.integers(min_value=1, max_value=4))
+                script.append(("wm", watermark))
+            else:
+                script.append(("item", watermark + draw(st.integers(min_value=0, max_value=6))))
+        scripts.append(script)
+    return scripts
+
+
+@given(producer_scripts(), st.lists(st.integers(min_value=0, max_value=4), max_size=80), st.booleans())
+def test_an_edge_delivers_items_once_in_order_and_never_behind_its_watermark(
+    scripts: list[list[tuple[str, int]]], schedule: list[int], aligned: bool
+) -> None:
+    queues = [BoundedQueue(1_000) for _ in scripts]
+    stream = InboundStream(0, 0, queues, "vertex 'v'", aligned)
+    sent = [0] * len(scripts)
+    delivered: list[list[tuple[int, int]]] = [[] for _ in scripts]  # per producer: (position, ts)
+    forwarded: list[int] = []
+
+    def send(producer: int) -> None:
+        position = sent[producer]
+        script = scripts[producer]
+        if position > len(script):
+            return
+        sent[producer] += 1
+        if position == len(script):
+            queues[producer].put_special(DONE)
+        elif script[position][0] == "wm":
+            queues[producer].put_special(Watermark(script[position][1]))
+        else:
+            queues[producer].put_chunk([(producer, position, script[position][1])])
+
+    def drain() -> None:
+        chunks: list[list[tuple[int, int, int]]] = []
+        stream.drain_to(chunks)
+        floor = forwarded[-1] if forwarded else None
+        for producer, position, ts in (item for chunk in chunks for item in chunk):
+            assert floor is None or ts >= floor, f"item {ts} delivered after watermark {floor}"
+            delivered[producer].append((position, ts))
+        forwarded.extend(w.timestamp for w in stream.pending_watermarks)
+        stream.pending_watermarks.clear()
+
+    for step in schedule:
+        if step < len(scripts):
+            send(step)
+        else:
+            drain()
+    for _ in range(200):  # everything that is left, then the end of every producer
+        if stream.is_done:
+            break
+        for producer in range(len(scripts)):
+            send(producer)
+        drain()
+    assert stream.is_done
+    for producer, script in enumerate(scripts):
+        want = [(position, ts) for position, (kind, ts) in enumerate(script) if kind == "item"]
+        assert delivered[producer] == want, f"producer {producer}"
+    assert all(a < b for a, b in itertools.pairwise(forwarded))
+    sent_watermarks = {ts for script in scripts for kind, ts in script if kind == "wm"}
+    assert set(forwarded) <= sent_watermarks, "only values some producer sent are forwarded"
