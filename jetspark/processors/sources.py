@@ -137,9 +137,9 @@ class _FromIterableP(_SlicedSource):
                 piece.emitted += 1
             iterator = self._iterator
             if iterator is None:
-                # A tuple's iterator knows how many items it has left, so the loop below needs
-                # no counter: emitted = what was left at the start - what is left now.
-                rest = tuple(self._items[piece.next_position :: piece.stride])
+                # A tuple's or range's iterator knows how many items it has left, so the loop below
+                # needs no counter: emitted = what was left at the start - what is left now.
+                rest = self._items[piece.next_position :: piece.stride]
                 iterator = self._iterator = iter(rest)
                 self._remaining_at_start = len(rest)
                 self._emitted_at_start = piece.emitted
@@ -167,11 +167,15 @@ def from_iterable(items: Iterable[Any]) -> ProcessorSupplier:
     order of items is kept within each processor's share only. Snapshot-able, also into a job with
     another parallelism (see the module docstring). Items must not be None.
     """
-    materialized = tuple(items)
-    for position, item in enumerate(materialized):
-        if item is None:
-            raise ValueError(f"from_iterable: item at position {position} is None; items must not be None")
-    return ProcessorSupplier.of(functools.partial(_from_iterable_processor, materialized))
+    # A range or a tuple is kept as it is (immutable, cheap to slice); anything else is copied.
+    sequence: Sequence[Any] = items if isinstance(items, (range, tuple)) else tuple(items)
+    if not isinstance(sequence, range) and None in sequence:  # `in` runs in C; find the culprit only then
+        for position, item in enumerate(sequence):
+            if item is None:
+                raise ValueError(
+                    f"from_iterable: item at position {position} is None; items must not be None"
+                )
+    return ProcessorSupplier.of(functools.partial(_from_iterable_processor, sequence))
 
 
 class _GeneratorP(_SlicedSource):

@@ -9,8 +9,8 @@ output went out matters for snapshots: `save_to_snapshot` runs only with an empt
 output can be left behind a snapshot barrier while its input counts as consumed before it.
 
 `fused` runs a chain of map/filter/flat_map steps in one processor: no queue, no outbox and no
-inbox between the steps. A chain of maps and filters is compiled into one function (see
-`_compile_chain`), so each step costs only the call of the user's function.
+inbox between the steps. The chain is compiled into one function (`_codegen`), so each step costs
+only the call of the user's function.
 
 Jet semantics: a map step that returns None drops the item; a flat_map step's None outputs are
 skipped too.
@@ -20,17 +20,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Literal, TypeAlias
+from typing import Any, TypeAlias
 
 from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.inbox import Inbox
 from jetspark.core.suppliers import ProcessorSupplier
+from jetspark.processors._codegen import Step, checked_steps, compile_chain
 
 _NO_ITEM: Any = object()
-
-StepKind: TypeAlias = Literal["map", "filter", "flat_map"]
-Step: TypeAlias = tuple[StepKind, Callable[[Any], Any]]
-_KINDS = ("map", "filter", "flat_map")
 
 
 class _TransformP(AbstractProcessor):
@@ -123,41 +120,17 @@ class _FlatMapP(_TransformP):
 
 
 def _compile(steps: tuple[Step, ...], loop: bool) -> Any:
-    """Generate Python source for a chain of steps and return the compiled function.
-
-    With `loop`, a map/filter chain becomes `run(items, offer, start)` (see `_RunLoop`): the
-    steps are inlined into the loop over the inbox, so an item costs the user's calls and one
-    offer, nothing more. Otherwise the chain (which may hold flat_map steps) becomes a generator
-    function `outputs(item)` yielding the item's outputs. The source comes from fixed templates
-    (only step indexes vary; the user's functions are passed in as globals).
-    """
-    namespace: dict[str, Any] = {"_NO_ITEM": _NO_ITEM}
+    """With `loop`, a map/filter chain becomes `run(items, offer, start)` (see `_RunLoop`), the
+    steps inlined into the loop over the inbox; otherwise the chain (which may hold flat_map steps)
+    becomes a generator function `outputs(item)` yielding the item's outputs."""
     if loop:
-        lines = ["def run(items, offer, start):", "    for done, item in enumerate(items, start):"]
-        depth = 2
-    else:
-        lines = ["def outputs(item):"]
-        depth = 1
-    for index, (kind, fn) in enumerate(steps):
-        name = f"f{index}"
-        namespace[name] = fn
-        pad = "    " * depth
-        if kind == "map":
-            lines += [f"{pad}item = {name}(item)", f"{pad}if item is not None:"]
-            depth += 1
-        elif kind == "filter":
-            lines.append(f"{pad}if {name}(item):")
-            depth += 1
-        else:
-            lines += [f"{pad}for item in {name}(item):", f"{pad}    if item is not None:"]
-            depth += 2
-    pad = "    " * depth
-    if loop:
-        lines += [f"{pad}if not offer(item):", f"{pad}    return done, item", "    return None"]
-    else:
-        lines.append(f"{pad}yield item")
-    exec("\n".join(lines), namespace)
-    return namespace["run" if loop else "outputs"]
+        return compile_chain(
+            steps,
+            header=["def run(items, offer, start):", "    for done, item in enumerate(items, start):"],
+            innermost=["if not offer(item):", "    return done, item"],
+            footer=["    return None"],
+        )
+    return compile_chain(steps, header=["def outputs(item):"], innermost=["yield item"])
 
 
 class Chain:
@@ -199,21 +172,6 @@ def _fused_processor(steps: tuple[Step, ...]) -> _TransformP:
     return _ChainP(steps)
 
 
-def _checked_steps(steps: Iterable[Step]) -> tuple[Step, ...]:
-    checked = tuple(steps)
-    if not checked:
-        raise ValueError("fused: the chain has no steps")
-    for index, step in enumerate(checked):
-        if not (isinstance(step, tuple) and len(step) == 2):
-            raise ValueError(f"fused: step {index} must be a (kind, fn) tuple, got {step!r}")
-        kind, fn = step
-        if kind not in _KINDS:
-            raise ValueError(f"fused: step {index} has kind {kind!r}; expected one of {_KINDS}")
-        if not callable(fn):
-            raise TypeError(f"fused: step {index} ({kind}) needs a callable, got {fn!r}")
-    return checked
-
-
 def _check_callable(factory: str, fn: object) -> None:
     if not callable(fn):
         raise TypeError(f"{factory}: expected a callable, got {fn!r}")
@@ -244,4 +202,7 @@ def fused(steps: Iterable[Step]) -> ProcessorSupplier:
     tuples with kind "map", "filter" or "flat_map". The output equals that of one vertex per step
     joined by local edges, without the queues between them.
     """
-    return ProcessorSupplier.of(functools.partial(_fused_processor, _checked_steps(steps)))
+    checked = checked_steps(steps, "fused")
+    if not checked:
+        raise ValueError("fused: the chain has no steps")
+    return ProcessorSupplier.of(functools.partial(_fused_processor, checked))
