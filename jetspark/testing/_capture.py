@@ -69,7 +69,7 @@ class Instance:
         self.collectors = [CapturingCollector(capacity) for _ in range(output_count)]
         self.outbox = OutboxImpl(self.collectors, self.name, capacity, snapshot_sink)
         self.inbox = ListInbox()
-        self.coalescer = WatermarkCoalescer(input_count, f"{self.name} input")
+        self.coalescer = WatermarkCoalescer(input_count, f"{self.name} input")  # the harness may replace it
         self.cooperative = True
         self.filled_once = False
         self.initialized = False

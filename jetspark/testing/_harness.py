@@ -17,6 +17,7 @@ again with the outbox still full. Every processor made is closed exactly once.
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -61,6 +62,9 @@ class Harness:
         self._merge: list[WatermarkCoalescer] | None = None
         self._floor: list[int | None] = [None] * output_count
         self._idle = IdleStrategy()
+        #: The input edges' watermark state: it outlives a restore (the edges are not restored,
+        #: they go on), so processors made by a restore start from a copy of it.
+        self._inputs = WatermarkCoalescer(self.input_count, "input edges")
 
     # ---- lifecycle ------------------------------------------------------------------------
 
@@ -92,6 +96,8 @@ class Harness:
                 for o in range(self.output_count)
             ]
         for inst in self.instances:
+            inst.coalescer = copy.deepcopy(self._inputs)
+            inst.coalescer.name = f"{inst.name} input"
             inst.cooperative = bool(inst.processor.is_cooperative())
             self._invoke(inst, "init", inst.processor.init, inst.outbox, inst.context)
             inst.initialized = True
@@ -140,10 +146,12 @@ class Harness:
                 self._process_batch(inst, ordinal, share)
 
     def feed_watermark(self, ordinal: int, watermark: Watermark) -> None:
+        self._inputs.observe(ordinal, watermark)
         for inst in self.instances:
             self._deliver(inst, inst.coalescer.observe(ordinal, watermark))
 
     def end_input(self, ordinal: int) -> None:
+        self._inputs.queue_done(ordinal)
         for inst in self.instances:
             self._until_true(inst, "complete_edge", inst.processor.complete_edge, ordinal)
             self._deliver(inst, inst.coalescer.queue_done(ordinal))
@@ -155,6 +163,9 @@ class Harness:
         inbox = inst.inbox
         inbox.fill(items)
         inst.filled_once = True
+        if inst.coalescer.is_idle(ordinal):  # an item makes an idle edge active again
+            inst.coalescer.observe_item(ordinal)
+            self._inputs.observe_item(ordinal)
         calls = 0
         stalled_since: float | None = None
         while not inbox.is_empty():

@@ -183,7 +183,7 @@ def diagnose(results: Sequence[ModeResult], has_input: bool) -> tuple[FailureKin
             ):
                 return FailureKind.IGNORES_REJECTED_OFFER, bad
         first = plain[0]
-        return (FailureKind.RAISED if first.violation is not None else FailureKind.WRONG_OUTPUT), first
+        return (first.violation.kind if first.violation is not None else FailureKind.WRONG_OUTPUT), first
     for group, kind in (
         (Group.SNAPSHOT_ONLY, FailureKind.SNAPSHOT_CHANGES_OUTPUT),
         (Group.RESTORE, FailureKind.LOSES_STATE_ON_RESTORE),

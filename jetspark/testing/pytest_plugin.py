@@ -4,10 +4,10 @@ Fixtures:
 
 - `jetspark_local_runner`: a `LocalRunner` (one member; `jetspark_local_runner_factory(n)` for n
   simulated members).
-- `jetspark_spark_session` (session scope): one Spark session shared by the whole test run, made
-  by the Spark runner (`jetspark.runners.spark`, the only module allowed to touch pyspark); the
-  test is skipped when the Spark runner or pyspark is not installed.
-- `jetspark_spark_runner`: a Spark runner on that session.
+- `jetspark_spark_session` (session scope): one Spark session shared by the whole test run, from
+  the Spark runner (`jetspark.runners.spark`, the only module allowed to touch pyspark); the test
+  is skipped when pyspark or Java is missing. Mark such tests `@pytest.mark.spark`.
+- `jetspark_spark_runner`: a two-member `SparkRunner` on that session.
 
 DAG helpers are plain functions: `jetspark.testing.run_dag` and `assert_dag_output`.
 """
@@ -15,7 +15,8 @@ DAG helpers are plain functions: `jetspark.testing.run_dag` and `assert_dag_outp
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterator
+import os
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -48,23 +49,17 @@ def _spark_runner_module() -> Any:
 
 
 @pytest.fixture(scope="session")
-def jetspark_spark_session() -> Iterator[Any]:
-    """The one Spark session of the test run (starting one takes seconds; never make another)."""
+def jetspark_spark_session() -> Any:
+    """The one Spark session of the test run, from the Spark runner's `get_session` (which reuses
+    a running session): master `JETSPARK_MASTER`, else `local[2]`. Skips when Java is missing."""
     module = _spark_runner_module()
-    make = getattr(module, "shared_session", None)
-    if make is None:
-        pytest.skip(f"{SPARK_RUNNER_MODULE} has no shared_session() yet")
-    session = make()
-    yield session
-    stop = getattr(module, "stop_shared_session", None)
-    if stop is not None:
-        stop()
+    try:
+        return module.get_session(os.environ.get(module.session.MASTER_ENV) or "local[2]")
+    except module.JavaNotFoundError as error:
+        pytest.skip(str(error))
 
 
 @pytest.fixture
 def jetspark_spark_runner(jetspark_spark_session: Any) -> Any:
-    module = _spark_runner_module()
-    runner_class = getattr(module, "SparkRunner", None)
-    if runner_class is None:
-        pytest.skip(f"{SPARK_RUNNER_MODULE} has no SparkRunner yet")
-    return runner_class(jetspark_spark_session)
+    """A Spark runner with two members on the shared session."""
+    return _spark_runner_module().SparkRunner(jetspark_spark_session, member_count=2)
