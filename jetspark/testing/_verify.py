@@ -9,6 +9,7 @@ ignored), only when snapshots are taken, only after restores, only after redistr
 
 from __future__ import annotations
 
+import copy
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -103,7 +104,7 @@ def run_verification(supplier: SupplierLike, settings: Settings, expectation: Ex
     results: list[ModeResult] = []
     names: list[str] = []
     for mode in modes:
-        result, name = run_mode(supplier, settings, expectation, mode, mixed)
+        result, name = run_mode(supplier, settings, expectation, mode, _fresh(mixed))
         results.append(result)
         names.append(name)
     diagnosis = diagnose(results, has_input)
@@ -115,6 +116,15 @@ def run_verification(supplier: SupplierLike, settings: Settings, expectation: Ex
         error = ProcessorVerificationError(message, kind, primary.mode.describe())
         raise error from (primary.violation.__cause__ if primary.violation is not None else None)
     return Verification(results)
+
+
+def _fresh(items: list[Any]) -> list[Any]:
+    """A deep copy of the input for one mode: a processor may change the items it receives (an
+    accumulator combined in place), and each mode must start from the input as given."""
+    try:
+        return copy.deepcopy(items)
+    except Exception:  # items that cannot be copied are shared; they had better not be changed
+        return items
 
 
 def run_mode(
