@@ -85,6 +85,7 @@ class ProcessorTasklet:
         self._pending_watermarks: deque[Watermark] = deque()
         self._current_stream: InboundStream | None = None
         self._edges_to_complete: deque[InboundStream] = deque()
+        self._pruned: set[int] = set()
         self._chunks: list[list[Any]] = []
         self._inbox_filled_once = False
         self._restore_entries = restore_entries
@@ -97,8 +98,8 @@ class ProcessorTasklet:
         self.closed = False
         self.initialized = False
         for position, stream in enumerate(self.streams):
-            if stream.is_done:  # no producer at all (pruned upstream): the edge is exhausted at once
-                self._edges_to_complete.append(stream)
+            if stream.is_done:  # no producer at all (pruned upstream): the edge is exhausted at once,
+                self._pruned.add(id(stream))  # completed when its priority group's turn comes
                 self._pending_watermarks.extend(self._coalescer.queue_done(position))
         if restore_entries is not None:
             self.state = State.RESTORE
@@ -243,6 +244,10 @@ class ProcessorTasklet:
             for step in range(count):
                 stream = group[(self._round_robin + step) % count]
                 if stream.is_done:
+                    if self._pruned and id(stream) in self._pruned:
+                        self._pruned.discard(id(stream))
+                        self._edges_to_complete.append(stream)
+                        return True
                     continue
                 chunks = self._chunks
                 if stream.drain_to(chunks):
