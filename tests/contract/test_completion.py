@@ -114,3 +114,31 @@ def test_equal_priority_edges_are_interleaved(engine: EngineSettings, recorder: 
         ordinals = [o for o, _ in p.received]
         first_b = ordinals.index(1)
         assert 0 in ordinals[first_b:], f"{p.label}: edge 0 drained completely before edge 1 started"
+
+
+@pytest.mark.parametrize(
+    ("inbound", "expected"),
+    [
+        # ordinal 0 (priority 0) has no producer at all; ordinal 1 (priority 1) has items
+        ([(0, 0), (1, 1)], [("complete_edge", 0), ("process", 1), ("complete_edge", 1)]),
+        # ordinal 0 (priority 0) has items; ordinal 1 (priority 1) has no producer at all
+        ([(0, 1), (1, 0)], [("process", 0), ("complete_edge", 0), ("complete_edge", 1)]),
+    ],
+    ids=["pruned-low-priority", "pruned-high-priority"],
+)
+def test_edge_without_producers_is_completed_in_its_priority_turn(
+    inbound: list[tuple[int, int]], expected: list[tuple[str, int]]
+) -> None:
+    """Rule (priorities) for an edge whose producers were all pruned (seed 000): it is exhausted from
+    the start, and its complete_edge comes in its priority group's turn — before any item of a
+    higher-priority edge, after every item of a lower-priority one."""
+    sink = RecordingProcessor("sink", Behaviour())
+    harness = TaskletHarness(sink, inbound=inbound)
+    live = next(ordinal for ordinal, (_, producers) in enumerate(inbound) if producers)
+    harness.feed(live, 0, "item", DONE)
+    harness.run()
+    events = [
+        (c.method, c.args[0]) for c in sink.processing_calls() if c.method in ("process", "complete_edge")
+    ]
+    assert events == expected
+    assert sink.calls_of("complete")[-1].result is True

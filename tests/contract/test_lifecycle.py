@@ -10,7 +10,7 @@ import pytest
 from jetspark.core.dag import DAG
 from jetspark.core.errors import JobFailedError
 from tests.contract.conftest import EngineSettings
-from tests.contract.recording import Behaviour, Recorder
+from tests.contract.recording import Behaviour, Boom, Recorder, RecordingProcessor
 from tests.contract.scenarios import numbered, source_map_sink
 
 
@@ -83,6 +83,24 @@ def test_close_called_exactly_once_on_every_processor_when_a_processing_method_r
         assert p.methods()[-1] == "close", p.label
 
 
+def test_close_called_right_after_complete_returned_true_while_the_job_still_runs(
+    engine: EngineSettings, recorder: Recorder
+) -> None:
+    """Rule (close): "The method will be called right after complete() returns true, that is before the
+    job is finished. The job might still be running other processors"."""
+    dag = source_map_sink(
+        engine, recorder, Behaviour(forward=True), sink=Behaviour(false_times={"complete": 40})
+    )
+    engine.run(dag)
+    sink_done = min(p.calls_of("complete")[-1].seq for p in recorder.processors("sink"))
+    for p in recorder.processors("source"):
+        completed = p.calls_of("complete")[-1]
+        assert completed.result is True
+        close = p.calls_of("close")[0]
+        assert close.seq < sink_done, f"{p.label} was closed only after the sink completed"
+        assert p.methods()[p.methods().index("close") - 1] == "complete"
+
+
 def test_close_exception_is_logged_and_does_not_fail_the_job(
     engine: EngineSettings, recorder: Recorder, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -148,3 +166,49 @@ def test_is_cooperative_value_is_respected_per_instance(recorder: Recorder) -> N
             assert threads <= main_threads, p.label
         else:
             assert not threads & main_threads, p.label
+
+
+LOCAL_RUNNER_CLOSES_NOTHING_BEFORE_INIT = (
+    "runners/local.py LocalJob._execute: when building the tasklets fails (is_cooperative() raising in "
+    "ProcessorTasklet.__init__, or a later vertex's supplier raising), the processors already created "
+    "are never closed and the raw error is returned instead of a JobFailedError naming the vertex"
+)
+
+
+@pytest.mark.xfail(strict=True, reason=LOCAL_RUNNER_CLOSES_NOTHING_BEFORE_INIT)
+def test_close_called_on_every_created_processor_when_is_cooperative_raises(
+    engine: EngineSettings, recorder: Recorder
+) -> None:
+    """Rule (close): "It is called whether the job was successful or not ... The method might get
+    called even if init() method was not yet called" — also when the job fails while its
+    processors are being set up (here: is_cooperative() raising)."""
+    job = engine.submit(source_map_sink(engine, recorder, Behaviour(forward=True, raise_in="is_cooperative")))
+    with pytest.raises(JobFailedError) as caught:
+        job.join(30)
+    assert caught.value.vertex == "map"
+    created = recorder.processors()
+    assert created
+    for p in created:
+        assert p.count("close") == 1, f"{p.label} was created but never closed"
+
+
+@pytest.mark.xfail(strict=True, reason=LOCAL_RUNNER_CLOSES_NOTHING_BEFORE_INIT)
+def test_close_called_on_every_created_processor_when_a_later_supplier_fails(
+    engine: EngineSettings, recorder: Recorder
+) -> None:
+    """Rule (close): processors created for earlier vertices are closed when a later vertex's
+    supplier raises."""
+
+    def failing_supplier() -> RecordingProcessor:
+        raise Boom("supplier of 'sink' failed")
+
+    dag = DAG()
+    src = recorder.vertex(dag, "source", Behaviour(emit=numbered("a", 5)))
+    snk = dag.new_vertex("sink", failing_supplier)
+    dag.edge(engine.edge(src, snk))
+    with pytest.raises(Exception, match="supplier of 'sink' failed"):
+        engine.run(dag)
+    created = recorder.processors("source")
+    assert created
+    for p in created:
+        assert p.count("close") == 1, f"{p.label} was created but never closed"
