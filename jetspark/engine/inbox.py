@@ -66,7 +66,7 @@ class ListInbox(Inbox):
 
     def drain_to(self, target: MutableSequence[Any], limit: int | None = None) -> int:
         start = self._head
-        end = len(self._items) if limit is None else min(len(self._items), start + limit)
+        end = len(self._items) if limit is None else min(len(self._items), start + max(limit, 0))
         target.extend(self._items[start:end])
         self._head = end
         return end - start
