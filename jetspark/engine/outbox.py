@@ -119,7 +119,7 @@ class OutboxImpl(Outbox):
                 self._check_ordinal(ordinal)
                 ordinals = (ordinal,)
         else:
-            ordinals = tuple(ordinal)
+            ordinals = tuple(dict.fromkeys(ordinal))  # an ordinal named twice gets the item once
             for one in ordinals:
                 self._check_ordinal(one)
         return self._offer_to_ordinals(ordinals, item)
