@@ -83,7 +83,7 @@ class OutboxImpl(Outbox):
         return self._offer_to_ordinals(self._all_ordinals, item)
 
     def _offer_single(self, item: Any) -> bool:
-        if self._slow or item.__class__ is Watermark:
+        if self._slow or item.__class__ is Watermark or item is None:
             return self._offer_to_ordinals(self._all_ordinals, item)
         buffer = self.buffers[0]
         if len(buffer) < self.batch_size:
