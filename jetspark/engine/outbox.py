@@ -15,9 +15,11 @@ allows it (from `save_to_snapshot` and `snapshot_commit_prepare`).
 
 from __future__ import annotations
 
+import operator
 import pickle
 import reprlib
 from collections.abc import Callable, Sequence
+from itertools import repeat
 from typing import Any
 
 from jetspark.core.errors import ProcessorContractError
@@ -107,6 +109,8 @@ class OutboxImpl(Outbox):
             self._check_reoffer(None, items)
         if len(items) > self.room(ordinal):
             return False
+        if any(map(operator.is_, items, repeat(None))):  # identity only, and at C speed
+            raise ProcessorContractError(f"{self.owner}: offer_batch() got None among its items")
         for one in self._all_ordinals if ordinal == -1 else (ordinal,):
             self.buffers[one].extend(items)
         return True

@@ -217,22 +217,12 @@ def test_none_is_not_an_item() -> None:
         outbox.offer_to(1, None)
 
 
-NONE_BUG = (
-    "engine bug: OutboxImpl.offer_batch does not check its items for None (offer and offer_to do); "
-    "a None item then reads as 'inbox empty' to the consumer, whose process() never makes progress"
-)
-
-
 @pytest.mark.parametrize(
     "offer",
     [
         pytest.param(lambda o: o.offer(None), id="offer, one ordinal"),
         pytest.param(lambda o: o.offer_to(0, None), id="offer_to, one ordinal"),
-        pytest.param(
-            lambda o: o.offer_batch([1, None]),
-            id="offer_batch",
-            marks=pytest.mark.xfail(strict=True, reason=NONE_BUG),
-        ),
+        pytest.param(lambda o: o.offer_batch([1, None]), id="offer_batch"),
     ],
 )
 def test_none_is_not_an_item_on_any_path(offer: Any) -> None:
