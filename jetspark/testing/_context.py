@@ -110,8 +110,22 @@ class ProcessorFactory:
         execution_id = f"{self.settings.job_id}-{self._executions}"
         self.meta.init(MetaSupplierContext(**meta_context(self.settings, layout, execution_id)))
         self._meta_open = True
-        returned = self.meta.get(list(range(layout.member_count)))
         out: list[tuple[Processor, ProcessorContext]] = []
+        try:
+            self._make(layout, ids, execution_id, out)
+        except BaseException:
+            self.discarded.extend(p for p, _ in out)  # made before the failure: closed all the same
+            raise
+        return out
+
+    def _make(
+        self,
+        layout: Layout,
+        ids: Sequence[ProcessorId],
+        execution_id: str,
+        out: list[tuple[Processor, ProcessorContext]],
+    ) -> None:
+        returned = self.meta.get(list(range(layout.member_count)))
         for member in sorted({m for m, _ in ids}):
             supplier = resolve_member_supplier(returned, member)
             if supplier is None:
@@ -144,7 +158,6 @@ class ProcessorFactory:
                     )
                 else:
                     self.discarded.append(processor)
-        return out
 
     def end_execution(self, error: BaseException | None) -> None:
         """Close the suppliers and the meta supplier of the current execution (once)."""

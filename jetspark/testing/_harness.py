@@ -74,7 +74,13 @@ class Harness:
     def _create(self, layout: Layout) -> None:
         s = self.settings
         ids = layout.processor_ids() if self.mode.multi else [(s.member_index, s.local_index)]
-        made = self.factory.create(layout, ids)
+        try:
+            made = self.factory.create(layout, ids)
+        except Exception as error:
+            raise Violation(
+                FailureKind.RAISED,
+                f"making the processors ({layout}) failed: {type(error).__name__}: {error}",
+            ) from error
         self.layout = layout
         self.instances = [
             Instance(

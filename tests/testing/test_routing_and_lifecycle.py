@@ -174,3 +174,38 @@ def test_each_restore_is_a_new_execution_of_the_suppliers() -> None:
     executions = sum(r.restores + 1 for r in result.results)
     assert supplier.closes == executions
     assert supplier.inits >= executions
+
+
+class FailingSupplier(ProcessorSupplier):
+    def get(self, count: int) -> list[Dedup]:
+        raise OSError("no processors today")
+
+
+def test_a_failing_supplier_is_reported() -> None:
+    with pytest.raises(ProcessorVerificationError) as info:
+        verify_processor(FailingSupplier()).input([1]).expect_output([1])
+    assert info.value.kind is FailureKind.RAISED
+    assert "making the processors (1 processor (1 x 1)) failed: OSError: no processors today" in str(
+        info.value
+    )
+
+
+class SecondMemberFails(ProcessorSupplier):
+    def __init__(self) -> None:
+        self.member = 0
+
+    def init(self, context: Any) -> None:
+        self.member = context.member_index
+
+    def get(self, count: int) -> list[Tracked]:
+        if self.member == 1:
+            raise OSError("member 1 has no processors")
+        return [Tracked() for _ in range(count)]
+
+
+def test_processors_made_before_a_supplier_failure_are_closed() -> None:
+    Tracked.instances.clear()
+    with pytest.raises(ProcessorVerificationError, match="member 1 has no processors"):
+        verify_processor(SecondMemberFails()).input([1]).partitioned_input(lambda x: x).expect_output([1])
+    assert Tracked.instances
+    assert all(instance.calls.count("close") == 1 for instance in Tracked.instances)
