@@ -124,6 +124,12 @@ class ExecutionPlan:
             reachable = [c for c in all_consumers if c[0] == member]
         if edge.routing is RoutingPolicy.ISOLATED:
             reachable = [c for c in reachable if c[1] % up.local_parallelism == local_index]
+        if not reachable:
+            raise DagValidationError(
+                f"edge {edge.name}: processor {producer} of vertex {up.name!r} has no consumer to send "
+                f"to: vertex {down.name!r} has no processors {'at all' if edge.is_distributed else f'on member {member}'} "
+                "(its meta supplier returned None); items would be lost"
+            )
         targets = EdgeTargets(consumers=reachable)
         if edge.routing is RoutingPolicy.PARTITIONED:
             index_of = {c: i for i, c in enumerate(reachable)}

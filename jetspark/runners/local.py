@@ -9,6 +9,7 @@ processor raises `RestartableError`.
 from __future__ import annotations
 
 import enum
+import logging
 import threading
 import time
 import uuid
@@ -17,13 +18,16 @@ from typing import Any
 from jetspark.core.config import JobConfig
 from jetspark.core.dag import DAG
 from jetspark.core.errors import JobCancelledError, JobFailedError, JobTimeoutError, RestartableError
+from jetspark.core.processor import Processor
 from jetspark.engine.execution import Execution
 from jetspark.engine.outbox import DEFAULT_BATCH_SIZE
 from jetspark.engine.snapshot import Snapshot, SnapshotContext, SnapshotData
 from jetspark.engine.tasklet import ProcessorTasklet
 from jetspark.planning.plan import build_plan
 from jetspark.runners.results import RESULTS_ATTRIBUTE, ResultCollector
-from jetspark.runners.wiring import all_processor_keys, wire
+from jetspark.runners.wiring import ProcessorKey, wire
+
+_log = logging.getLogger("jetspark.runners.local")
 
 
 class JobStatus(enum.Enum):
@@ -179,16 +183,20 @@ class LocalJob:
             slot["received"] += values["received"]
             slot["emitted"] += values["emitted"]
         self._tasklets = []
+        self._execution = None
         plan = None
+        processors: dict[ProcessorKey, Processor] = {}
+        failure: BaseException | None = None
         try:
             plan = build_plan(self.dag, self.config, self.member_count, job_id=self.job_id)
-            keys = all_processor_keys(plan, range(self.member_count))
-            processors = {}
             for name, vp in plan.vertices.items():
                 for member in vp.members():
-                    for index, processor in enumerate(plan.create_processors(name, member)):
+                    try:
+                        created = plan.create_processors(name, member)
+                    except Exception as error:
+                        raise _setup_failure(name, f"its supplier failed on member {member}", error) from error
+                    for index, processor in enumerate(created):
                         processors[(name, member, index)] = processor
-            assert set(processors) == set(keys)
             last_id = restore.snapshot_id if restore is not None else -1
             context = SnapshotContext(len(processors), last_id)
             context.on_phase1_complete = self._on_phase1_complete
@@ -204,14 +212,19 @@ class LocalJob:
             self._next_snapshot_at = time.monotonic() + self.config.snapshot_interval_millis / 1000
             with self._lock:
                 if self.status is JobStatus.CANCELLED:
+                    failure = JobCancelledError(f"job {self.name!r} was cancelled")
                     return None
                 self._execution = Execution(self._tasklets, self._tick)
-            self._execution.run()
-            return self._execution.error
-        except BaseException as error:  # planning or supplier failure
+            self._execution.run()  # closes every tasklet's processor
+            failure = self._execution.error
+            return failure
+        except BaseException as error:  # planning or setup failed: close whatever was created
+            failure = error
             return error
         finally:
-            failure = self._execution.error if self._execution is not None else None
+            if self._execution is None:
+                for key, processor in processors.items():
+                    _close_quietly(processor, key)
             if plan is not None:
                 _close_suppliers(plan, failure)
 
@@ -239,6 +252,17 @@ class LocalJob:
             self.last_snapshot = snapshot
             self.snapshot_count += 1
         return True
+
+
+def _setup_failure(vertex: str, what: str, error: BaseException) -> JobFailedError:
+    return JobFailedError(f"vertex {vertex!r}: {what}: {type(error).__name__}: {error}", vertex=vertex)
+
+
+def _close_quietly(processor: Processor, key: ProcessorKey) -> None:
+    try:
+        processor.close()
+    except Exception:
+        _log.exception("vertex %r processor %s: close() failed; the error is ignored", key[0], key[1:])
 
 
 def _tasklet_metrics(tasklets: list[ProcessorTasklet]) -> dict[str, dict[str, int]]:

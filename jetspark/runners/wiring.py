@@ -14,6 +14,7 @@ from typing import Any
 
 from jetspark.core.config import ProcessingGuarantee
 from jetspark.core.edge import Edge, RoutingPolicy
+from jetspark.core.errors import JobFailedError
 from jetspark.core.partitioner import default_partitioner
 from jetspark.core.processor import Processor
 from jetspark.core.watermark import BroadcastKey
@@ -134,9 +135,15 @@ def wire(
             snapshot_sink = _snapshot_sink(snapshot_context, vertex_name)
             outbox = OutboxImpl(collectors, name, batch_size, snapshot_sink)
             restore = restore_entries_for(restore_data, plan, vertex_name, member, local_index)
-            tasklets.append(
-                ProcessorTasklet(processors[key], context, outbox, streams, snapshot_context, restore)
-            )
+            try:
+                tasklet = ProcessorTasklet(processors[key], context, outbox, streams, snapshot_context, restore)
+            except Exception as error:  # is_cooperative() raised
+                raise JobFailedError(
+                    f"{name} failed: {type(error).__name__}: {error}",
+                    vertex=vertex_name,
+                    processor_index=context.global_processor_index,
+                ) from error
+            tasklets.append(tasklet)
     return tasklets
 
 

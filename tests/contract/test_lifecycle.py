@@ -168,14 +168,6 @@ def test_is_cooperative_value_is_respected_per_instance(recorder: Recorder) -> N
             assert not threads & main_threads, p.label
 
 
-LOCAL_RUNNER_CLOSES_NOTHING_BEFORE_INIT = (
-    "runners/local.py LocalJob._execute: when building the tasklets fails (is_cooperative() raising in "
-    "ProcessorTasklet.__init__, or a later vertex's supplier raising), the processors already created "
-    "are never closed and the raw error is returned instead of a JobFailedError naming the vertex"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=LOCAL_RUNNER_CLOSES_NOTHING_BEFORE_INIT)
 def test_close_called_on_every_created_processor_when_is_cooperative_raises(
     engine: EngineSettings, recorder: Recorder
 ) -> None:
@@ -192,7 +184,6 @@ def test_close_called_on_every_created_processor_when_is_cooperative_raises(
         assert p.count("close") == 1, f"{p.label} was created but never closed"
 
 
-@pytest.mark.xfail(strict=True, reason=LOCAL_RUNNER_CLOSES_NOTHING_BEFORE_INIT)
 def test_close_called_on_every_created_processor_when_a_later_supplier_fails(
     engine: EngineSettings, recorder: Recorder
 ) -> None:
