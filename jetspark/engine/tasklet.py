@@ -168,7 +168,7 @@ class ProcessorTasklet:
             stream = self._edges_to_complete[0]
             if self.processor.complete_edge(stream.ordinal):
                 self._edges_to_complete.popleft()
-                self.state = State.PROCESS_INBOX
+                self.state = State.PROCESS_WATERMARKS  # as Jet: watermarks and try_process next
                 return True
             return False
         if state is State.SAVE_SNAPSHOT:
