@@ -6,10 +6,12 @@ entries over a partitioned distributed edge, so all entries of a key meet in one
 combines them. Only one entry per key and stage-1 processor crosses the network, not every item.
 `aggregate_by_key` adds both vertices and their edges to a DAG.
 
-Both stages emit at `complete()`, entry by entry, honouring back-pressure; an entry leaves the
-processor's state once accepted. Both save one snapshot entry per key still held, keyed by the
-grouping key: on restore the engine routes it to the processor owning the key under the new plan
-(whatever the new parallelism), which combines all entries it gets for a key.
+Both stages emit at `complete()`, in batches that fit the outbox's `room()` (so over several calls
+when the outbox is full); an entry leaves the processor's state once handed over, so a snapshot
+taken between `complete()` calls holds only what has not gone out. Both save one snapshot entry
+per key still held, keyed by the grouping key: on restore the engine routes it to the processor
+owning the key under the new plan (whatever the new parallelism), which combines all entries it
+gets for a key.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import attrs
 from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.dag import DAG, Vertex
 from jetspark.core.edge import Edge
+from jetspark.core.errors import ProcessorContractError
 from jetspark.core.inbox import Inbox
 from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.processors._codegen import Step, checked_steps, compile_chain
@@ -158,7 +161,6 @@ class _KeyedStateP(AbstractProcessor):
         self._accs: dict[Hashable, Any] = {}
         self._emit_keys: list[Hashable] | None = None
         self._emit_index = 0
-        self._pending: Any = _NO_ENTRY
         self._snapshot_keys: Iterator[Hashable] | None = None
         self._snapshot_pending: Any = _NO_ENTRY
 
@@ -166,29 +168,26 @@ class _KeyedStateP(AbstractProcessor):
         raise NotImplementedError
 
     def complete(self) -> bool:
+        """Emit `(key, result)` entries in `room()`-sized batches; an entry leaves the state once out."""
         keys = self._emit_keys
         if keys is None:
             keys = self._emit_keys = list(self._accs)
         accs = self._accs
-        offer = self.outbox.offer
         result = self._result
-        index = self._emit_index
-        if self._pending is not _NO_ENTRY:
-            if not offer(self._pending):
+        outbox = self.outbox
+        while self._emit_index < len(keys):
+            room = outbox.room()
+            if room <= 0:
                 return False
-            self._pending = _NO_ENTRY
-            del accs[keys[index]]
-            index += 1
-        while index < len(keys):
-            key = keys[index]
-            entry = (key, result(accs[key]))
-            if not offer(entry):
-                self._pending = entry
-                self._emit_index = index
-                return False
-            del accs[key]
-            index += 1
-        self._emit_index = index
+            chunk = keys[self._emit_index : self._emit_index + room]
+            if not outbox.offer_batch([(key, result(accs[key])) for key in chunk]):
+                raise ProcessorContractError(
+                    f"vertex {self.context.vertex_name!r} processor #{self.context.global_processor_index}: "
+                    f"the outbox refused {len(chunk)} entries right after reporting room for them"
+                )
+            for key in chunk:
+                del accs[key]
+            self._emit_index += len(chunk)
         return True
 
     def save_to_snapshot(self) -> bool:

@@ -19,6 +19,8 @@ from jetspark.core.watermark import Watermark
 
 
 class _SinkP(AbstractProcessor):
+    """Base of the sinks: no outbound edge, so watermarks end here."""
+
     def try_process_watermark(self, watermark: Watermark) -> bool:
         """A sink has nothing downstream to forward a watermark to."""
         return True

@@ -17,24 +17,23 @@ live processor saves all of its slices, finished ones included, and a processor 
 of them has ended and owns nothing that needs resuming). So a restore with any parallelism neither
 loses nor repeats an item.
 
-An item whose offer was rejected is kept and offered again unchanged; it counts as emitted only once
-accepted, so a snapshot taken meanwhile replays it after a restore.
+Items go out in batches of at most the outbox's `room()` (`offer_batch`), so no offer is ever
+rejected and left pending: a slice's `emitted` count is exact whenever a snapshot is taken.
 """
 
 from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from operator import length_hint
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.context import ProcessorContext
+from jetspark.core.errors import ProcessorContractError
 from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.core.watermark import IDLE_MESSAGE, Watermark
 
-_NO_ITEM: Any = object()
 _SLICE = "slice"
 
 
@@ -64,6 +63,8 @@ class _SlicedSource(AbstractProcessor):
     """Owns slices: one of its own at first, those it receives when restored; saves them all."""
 
     _slices: list[_Slice]
+    #: The factory's name, for error messages.
+    factory = "source"
 
     def init_processor(self, context: ProcessorContext) -> None:
         self._slices = [_Slice(context.global_processor_index, context.total_parallelism)]
@@ -74,7 +75,7 @@ class _SlicedSource(AbstractProcessor):
         if not (isinstance(key, tuple) and len(key) == 3 and key[0] == _SLICE):
             raise ValueError(
                 f"vertex {self.context.vertex_name!r} processor #{self.context.global_processor_index}: "
-                f"unexpected snapshot entry {key!r} for a {type(self).__name__[1:]} source"
+                f"unexpected snapshot entry {key!r} for a {self.factory}() source"
             )
         self._forget_own_slice()
         self._slices.append(_Slice(key[1], key[2], value))
@@ -109,50 +110,44 @@ class _SlicedSource(AbstractProcessor):
         """A source has no inbound edge, so it never receives a watermark."""
         return True
 
+    def _emit(self, batch: Sequence[Any]) -> None:
+        """Offer a batch that fits the room asked for just before (so it cannot be refused)."""
+        if batch and not self.outbox.offer_batch(batch):
+            raise ProcessorContractError(
+                f"vertex {self.context.vertex_name!r} processor #{self.context.global_processor_index}: "
+                f"the outbox refused {len(batch)} items right after reporting room for them"
+            )
+
 
 class _FromIterableP(_SlicedSource):
-    """Emits its slices of a sequence, one slice after the other, until the outbox rejects."""
+    """Emits its slices of a sequence, one slice after the other, a `room()`-sized batch at a time."""
+
+    factory = "from_iterable"
 
     def __init__(self, items: Sequence[Any]) -> None:
         self._items = items
         self._index = 0
-        self._iterator: Iterator[Any] | None = None
-        self._remaining_at_start = 0
-        self._emitted_at_start = 0
-        self._pending: Any = _NO_ITEM
 
     def _slices_changed(self) -> None:
         self._index = 0
-        self._iterator = None
 
     def complete(self) -> bool:
-        offer = self.outbox.offer
+        outbox = self.outbox
+        items = self._items
         slices = self._slices
         while self._index < len(slices):
             piece = slices[self._index]
-            if self._pending is not _NO_ITEM:
-                if not offer(self._pending):
-                    return False
-                self._pending = _NO_ITEM
-                piece.emitted += 1
-            iterator = self._iterator
-            if iterator is None:
-                # A tuple's or range's iterator knows how many items it has left, so the loop below
-                # needs no counter: emitted = what was left at the start - what is left now.
-                rest = self._items[piece.next_position :: piece.stride]
-                iterator = self._iterator = iter(rest)
-                self._remaining_at_start = len(rest)
-                self._emitted_at_start = piece.emitted
-            for item in iterator:
-                if not offer(item):
-                    self._pending = item
-                    piece.emitted = (
-                        self._emitted_at_start + self._remaining_at_start - length_hint(iterator) - 1
-                    )
-                    return False
-            piece.emitted = self._emitted_at_start + self._remaining_at_start
-            self._index += 1
-            self._iterator = None
+            start, stride = piece.next_position, piece.stride
+            left = len(range(start, len(items), stride))
+            if left == 0:
+                self._index += 1
+                continue
+            room = outbox.room()
+            if room <= 0:
+                return False
+            count = min(room, left)
+            self._emit(items[start : start + count * stride : stride])
+            piece.emitted += count
         return True
 
 
@@ -181,6 +176,8 @@ def from_iterable(items: Iterable[Any]) -> ProcessorSupplier:
 class _GeneratorP(_SlicedSource):
     """Emits `fn(seq)` for the sequence numbers of its slices, in rising order, as they fall due."""
 
+    factory = "generator_stream"
+
     def __init__(
         self,
         count: int | None,
@@ -194,8 +191,7 @@ class _GeneratorP(_SlicedSource):
         self._fn = fn
         self._timestamp_fn = timestamp_fn
         self._idle_timeout = None if idle_timeout_millis is None else idle_timeout_millis / 1000
-        self._pending: Any = _NO_ITEM
-        self._pending_slice: _Slice | None = None
+        self._pending: Watermark | None = None
         self._start_time: float | None = None
         self._base: list[int] = []
         self._top_timestamp: int | None = None
@@ -233,49 +229,45 @@ class _GeneratorP(_SlicedSource):
 
     def complete(self) -> bool:
         now = time.monotonic()
-        if not self._offer_pending():
+        if not self._offer_pending_watermark():
             return False
         allowed = self._due(now)
-        offer = self.outbox.offer
-        fn = self._fn
-        timestamp_fn = self._timestamp_fn
-        emitted_any = False
-        while (piece := self._next_slice(allowed)) is not None:
-            item = fn(piece.next_position)
-            if item is None:
-                piece.emitted += 1
-                continue
-            if not offer(item):
-                self._pending = item
-                self._pending_slice = piece
+        piece = self._next_slice(allowed)
+        if piece is not None:
+            room = self.outbox.room()
+            if room <= 0:
                 return False
-            piece.emitted += 1
-            emitted_any = True
-            if timestamp_fn is not None:
-                self._observe_timestamp(timestamp_fn(item))
-        if emitted_any:
-            self._last_emit_time = now
-            self._idle_sent = False
+            # at most `room` sequence numbers per call, even when `fn` maps them all to None
+            fn = self._fn
+            timestamp_fn = self._timestamp_fn
+            batch: list[Any] = []
+            for _ in range(room):
+                item = fn(piece.next_position)
+                piece.emitted += 1
+                if item is not None:
+                    batch.append(item)
+                    if timestamp_fn is not None:
+                        self._observe_timestamp(timestamp_fn(item))
+                piece = self._next_slice(allowed)
+                if piece is None:
+                    break
+            if batch:
+                self._emit(batch)
+                self._last_emit_time = now
+                self._idle_sent = False
         if not self._offer_watermark_or_idle(now):
             return False
         return all(self._exhausted(piece) for piece in self._slices)
 
-    def _offer_pending(self) -> bool:
+    def _offer_pending_watermark(self) -> bool:
+        """Offer again a watermark (or IDLE) the outbox rejected; True when none is left."""
         pending = self._pending
-        if pending is _NO_ITEM:
+        if pending is None:
             return True
         if not self.outbox.offer(pending):
             return False
-        self._pending = _NO_ITEM
-        piece = self._pending_slice
-        self._pending_slice = None
-        if piece is not None:
-            piece.emitted += 1
-            self._last_emit_time = time.monotonic()
-            self._idle_sent = False
-            if self._timestamp_fn is not None:
-                self._observe_timestamp(self._timestamp_fn(pending))
-        elif pending is IDLE_MESSAGE:
+        self._pending = None
+        if pending is IDLE_MESSAGE:
             self._idle_sent = True
         else:
             self._last_watermark = pending.timestamp

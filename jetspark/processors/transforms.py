@@ -1,16 +1,20 @@
 """Stateless transforms: `map`, `filter`, `flat_map` and `fused`, a chain of them in one processor.
 
-Python's per-item cost dominates a pipeline, so these processors work on the whole inbox in one
-tight loop: methods bound to locals, `for item in inbox`, and the processed items removed at the
-end with one `drain_to`. When the outbox rejects an output, the input item that produced it stays
-in the inbox and the output is kept *pending*: the next call offers it again unchanged (the
-outbox requires the same item) before going on. Keeping the input in the inbox until all of its
-output went out matters for snapshots: `save_to_snapshot` runs only with an empty inbox, so no
-output can be left behind a snapshot barrier while its input counts as consumed before it.
+Python's per-item cost dominates a pipeline, so these processors work a batch at a time: ask the
+outbox how much `room()` it has, run the user's functions over that many inbox items in one tight
+generated loop (see `_codegen`) that appends the outputs to a list, remove the processed inputs
+with one `drain_to`, and hand the list over with one `offer_batch`. Per item that costs the user's
+calls and a list append; the outbox never rejects (the batch fits by construction), so no output
+is ever left pending and re-offered.
+
+map and filter emit at most one output per input, so `room()` inputs always fit. A flat_map step
+may emit any number: when the room runs out mid-item, the rest of that item's outputs wait in
+their iterator and the item stays in the inbox until all went out. That matters for snapshots:
+`save_to_snapshot` runs only with an empty inbox, so no output is left behind a snapshot barrier
+while its input counts as consumed before it.
 
 `fused` runs a chain of map/filter/flat_map steps in one processor: no queue, no outbox and no
-inbox between the steps. The chain is compiled into one function (`_codegen`), so each step costs
-only the call of the user's function.
+inbox between the steps, and each step costs only the call of the user's function.
 
 Jet semantics: a map step that returns None drops the item; a flat_map step's None outputs are
 skipped too.
@@ -20,116 +24,108 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, TypeAlias
+from itertools import islice
+from typing import Any
 
 from jetspark.core.abstract_processor import AbstractProcessor
+from jetspark.core.errors import ProcessorContractError
 from jetspark.core.inbox import Inbox
 from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.processors._codegen import Step, checked_steps, compile_chain
 
-_NO_ITEM: Any = object()
-
 
 class _TransformP(AbstractProcessor):
-    """Shared state: the pending output and a scratch list to drain processed items into."""
+    """Shared plumbing: removing processed inputs and handing over a batch of outputs."""
 
     def __init__(self) -> None:
-        self._pending: Any = _NO_ITEM
         self._scratch: list[Any] = []
 
-    def _remove(self, inbox: Inbox, count: int | None) -> None:
-        """Remove the first `count` items (all when None) from the inbox."""
-        if count != 0:
+    def _remove(self, inbox: Inbox, count: int) -> None:
+        """Remove the first `count` items from the inbox."""
+        if count:
             scratch = self._scratch
             inbox.drain_to(scratch, count)
             scratch.clear()
 
-
-#: `run(items, offer, start)`: offers the chain's output of each item; on a rejection returns
-#: `(index of the item, rejected output)`, else None. Indexes count from `start`.
-_RunLoop: TypeAlias = Callable[[Iterator[Any], Callable[[Any], bool], int], "tuple[int, Any] | None"]
+    def _emit(self, outputs: list[Any]) -> None:
+        """Offer a batch that fits the room asked for just before (so it cannot be refused)."""
+        if outputs and not self.outbox.offer_batch(outputs):
+            raise ProcessorContractError(
+                f"vertex {self.context.vertex_name!r} processor #{self.context.global_processor_index}: "
+                f"the outbox refused {len(outputs)} items right after reporting room for them"
+            )
 
 
 class _ChainP(_TransformP):
-    """map and filter steps, compiled into one loop over the inbox (see `_compile`)."""
+    """map and filter steps, compiled into one loop over up to `room()` inbox items."""
 
     def __init__(self, steps: tuple[Step, ...]) -> None:
         super().__init__()
-        self._run: _RunLoop = _compile(steps, loop=True)
+        self._run: Callable[[Iterable[Any], Callable[[Any], None]], None] = compile_chain(
+            steps, header=["def run(items, emit):", "    for item in items:"], innermost=["emit(item)"]
+        )
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
-        offer = self.outbox.offer
-        items = iter(inbox)
-        start = 0
-        if self._pending is not _NO_ITEM:
-            if not offer(self._pending):
-                return
-            self._pending = _NO_ITEM
-            next(items)
-            start = 1
-        stopped = self._run(items, offer, start)
-        if stopped is None:
-            self._remove(inbox, None)
+        room = self.outbox.room()
+        if room <= 0:
+            return
+        size = inbox.size()
+        outputs: list[Any] = []
+        if size <= room:
+            self._run(inbox, outputs.append)
+            self._remove(inbox, size)
         else:
-            done, self._pending = stopped
-            self._remove(inbox, done)
+            self._run(islice(inbox, room), outputs.append)
+            self._remove(inbox, room)
+        self._emit(outputs)
+
+
+def _fill(outputs: Iterator[Any], batch: list[Any], room: int) -> bool:
+    """Move non-None items of `outputs` to `batch` until it holds `room`; True if `outputs` ended."""
+    append = batch.append
+    for out in outputs:
+        if out is not None:
+            append(out)
+            if len(batch) >= room:
+                return False
+    return True
 
 
 class _FlatMapP(_TransformP):
-    """Offers every item of the iterable `fn(item)` returns (None items are skipped)."""
+    """Emits every item of the iterable `fn(item)` returns (None items are skipped)."""
 
     def __init__(self, fn: Callable[[Any], Iterable[Any]]) -> None:
         super().__init__()
         self._fn = fn
-        self._outputs: Iterator[Any] | None = None
+        self._outputs: Iterator[Any] | None = None  # the rest of the head item's outputs
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
-        offer = self.outbox.offer
-        fn = self._fn
+        room = self.outbox.room()
+        if room <= 0:
+            return
+        batch: list[Any] = []
         items = iter(inbox)
         done = 0
         if self._outputs is not None:
-            if not self._finish_head(self._outputs):
+            if not _fill(self._outputs, batch, room):
+                self._emit(batch)
                 return
+            self._outputs = None
             next(items)
             done = 1
+        fn = self._fn
         for item in items:
             outputs = iter(fn(item))
-            for out in outputs:
-                if out is not None and not offer(out):
-                    self._pending = out
-                    self._outputs = outputs
-                    self._remove(inbox, done)
-                    return
+            if not _fill(outputs, batch, room):
+                self._outputs = outputs
+                break
             done += 1
         self._remove(inbox, done)
-
-    def _finish_head(self, outputs: Iterator[Any]) -> bool:
-        """Finish the outputs of the head item; False if the outbox rejected one again."""
-        offer = self.outbox.offer
-        if self._pending is not _NO_ITEM:
-            if not offer(self._pending):
-                return False
-            self._pending = _NO_ITEM
-        for out in outputs:
-            if out is not None and not offer(out):
-                self._pending = out
-                return False
-        self._outputs = None
-        return True
+        self._emit(batch)
 
 
-def _compile(steps: tuple[Step, ...], loop: bool) -> Any:
-    """With `loop`, a map/filter chain becomes `run(items, offer, start)` (see `_RunLoop`), the
-    steps inlined into the loop over the inbox; otherwise the chain (which may hold flat_map steps)
-    becomes a generator function `outputs(item)` yielding the item's outputs."""
-    if loop:
-        return compile_chain(
-            steps,
-            header=["def run(items, offer, start):", "    for done, item in enumerate(items, start):"],
-            innermost=["if not offer(item):", "    return done, item"],
-            footer=["    return None"],
-        )
+def _generator_of(steps: tuple[Step, ...]) -> Callable[[Any], Iterator[Any]]:
+    """A chain that may hold flat_map steps, as a generator function of one input item."""
     return compile_chain(steps, header=["def outputs(item):"], innermost=["yield item"])
 
 
@@ -168,7 +164,7 @@ class Chain:
 
 def _fused_processor(steps: tuple[Step, ...]) -> _TransformP:
     if any(kind == "flat_map" for kind, _ in steps):
-        return _FlatMapP(_compile(steps, loop=False))
+        return _FlatMapP(_generator_of(steps))
     return _ChainP(steps)
 
 

@@ -73,11 +73,11 @@ def cpu_seconds(fn: Callable[[], dict[str, int]]) -> tuple[float, dict[str, int]
     return time.process_time() - started, result
 
 
-#: Ratio to the bare loop each construction must keep. Every vertex hop costs an offer (a Python
-#: method call) and a loop per item, about as much as the bare loop's own work per item; so the
-#: 3x budget holds for the map and filter steps run inside the aggregation's first stage, and the
-#: other constructions get a bound that catches regressions.
-BUDGETS = {"steps-in-aggregation": 3.0, "fused-vertex": 4.0, "one-vertex-per-step": 5.5}
+#: Ratio to the bare loop each construction must keep. On an idle 2-core machine all three take
+#: about 2-2.6x; on a loaded one up to about 3x. The 3x budget is asserted for the cheapest
+#: construction (the map and filter run inside the aggregation's first stage); the others get a
+#: little headroom, so that a busy machine does not fail the build, and still catch regressions.
+BUDGETS = {"steps-in-aggregation": 3.0, "fused-vertex": 3.5, "one-vertex-per-step": 4.0}
 
 
 @pytest.mark.slow

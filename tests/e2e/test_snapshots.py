@@ -109,11 +109,13 @@ def test_restart_from_the_last_snapshot_after_a_failure(members: int) -> None:
 
 
 def test_flat_map_output_held_back_by_a_full_queue_is_not_lost_at_a_snapshot() -> None:
-    """Each item expands to 100 outputs into a queue of 1, so the flat_map's last offer is
-    rejected at nearly every snapshot; no output may be lost or repeated across a suspension."""
-    count, fan = 200, 100
+    """Each item expands to more outputs than the outbox takes in one call (1024), into a queue of
+    1: every item leaves the flat_map with output pending, at snapshots too. No output may be lost
+    or repeated across a suspension. The source is slower than the flat_map, so that the
+    suspension's barrier does not queue up behind every item."""
+    count, fan = 12, 2000
     dag = DAG()
-    source = dag.new_vertex("source", P.generator_stream(count=count, items_per_second=600))
+    source = dag.new_vertex("source", P.generator_stream(count=count, items_per_second=10))
     expand = dag.new_vertex("expand", P.flat_map(lambda x: [(x, j) for j in range(fan)]))
     sink = dag.new_vertex("sink", P.collect())
     dag.edge(Edge.between(source, expand))
@@ -122,7 +124,7 @@ def test_flat_map_output_held_back_by_a_full_queue_is_not_lost_at_a_snapshot() -
     wait_until(lambda: len(job.result("sink")) >= count * fan // 4)
     job.suspend()
     assert job.status is JobStatus.SUSPENDED, job.error
-    assert len(job.result("sink")) < count * fan
+    assert len(job.result("sink")) < count * fan, "the job ended before the suspension"
     job.resume().join(60)
     result = Counter(job.result("sink"))
     assert len(result) == count * fan

@@ -126,6 +126,47 @@ def test_aggregate_by_key(setting: Any, name: str, lp: int) -> None:
     assert sorted(result) == sorted((k, expected_of(v)) for k, v in grouped(ITEMS, key_of).items())
 
 
+STEPS: dict[str, Any] = {
+    "map-filter": P.Chain().map(lambda x: x * 2).filter(lambda x: x % 3 != 0),
+    "flat-map-none": [
+        ("flat_map", lambda x: [x, None, x + 1000] if x % 4 else []),
+        ("map", lambda x: x or None),
+    ],
+}
+
+
+def apply_steps(steps: Iterable[Any], items: Iterable[Any]) -> list[Any]:
+    current = list(items)
+    for kind, fn in steps:
+        if kind == "map":
+            current = [y for y in map(fn, current) if y is not None]
+        elif kind == "filter":
+            current = [x for x in current if fn(x)]
+        else:
+            current = [y for x in current for y in fn(x) if y is not None]
+    return current
+
+
+@pytest.mark.parametrize("steps_name", list(STEPS))
+@pytest.mark.parametrize("op_name", ["counting", "summing"])
+def test_steps_run_inside_the_first_stage(setting: Any, steps_name: str, op_name: str) -> None:
+    steps = STEPS[steps_name]
+    op, expected_of = OPERATIONS[op_name]
+    dag = DAG()
+    source = dag.new_vertex("source", P.from_iterable(ITEMS), 2)
+    result = P.aggregate_by_key(dag, "agg", source, key_of, op, steps=steps)
+    sink = dag.new_vertex("sink", P.collect())
+    dag.edge(setting.edge(result, sink).distributed())
+    assert len(dag) == 4, "no vertex for the steps"
+    expected = sorted((k, expected_of(v)) for k, v in grouped(apply_steps(steps, ITEMS), key_of).items())
+    assert sorted(setting.run(dag).result("sink")) == expected
+
+
+def test_accumulate_by_key_rejects_malformed_steps() -> None:
+    with pytest.raises(ValueError, match="accumulate_by_key: step 0 has kind 'sort'"):
+        P.accumulate_by_key(key_of, P.counting(), steps=[("sort", sorted)])
+
+
 def test_aggregate_by_key_adds_two_vertices_and_their_edges() -> None:
     dag = DAG()
     source = dag.new_vertex("source", P.from_iterable([1]))
