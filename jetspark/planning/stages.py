@@ -103,7 +103,9 @@ def _destination(edge: Edge) -> str:
     return edge.destination.name
 
 
-def _can_fuse(a: str, b: str, ends: list[tuple[str, str]], edges: list[Edge], find: Callable[[str], str]) -> bool:
+def _can_fuse(
+    a: str, b: str, ends: list[tuple[str, str]], edges: list[Edge], find: Callable[[str], str]
+) -> bool:
     """Groups a and b may fuse: no distributed edge between them, no path between them via a third group."""
     succ: dict[str, set[str]] = {}
     for (s, d), edge in zip(ends, edges):

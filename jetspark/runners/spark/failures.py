@@ -76,7 +76,9 @@ def decode_failure(spark_error: BaseException) -> JobFailedError | None:
     note = f"traceback in the Spark task:\n{remote_traceback}"
     if hasattr(cause, "add_note"):
         cause.add_note(note)
-    error = JobFailedError(payload["message"], vertex=payload["vertex"], processor_index=payload["processor_index"])
+    error = JobFailedError(
+        payload["message"], vertex=payload["vertex"], processor_index=payload["processor_index"]
+    )
     error.remote_traceback = remote_traceback  # type: ignore[attr-defined]
     error.__cause__ = cause
     return error

@@ -191,7 +191,9 @@ class SparkJob:
         import pickle
 
         results: dict[str, list[Any]] = {}
-        metrics: dict[str, dict[str, int]] = {name: {"received": 0, "emitted": 0} for name in self.plan.vertices}
+        metrics: dict[str, dict[str, int]] = {
+            name: {"received": 0, "emitted": 0} for name in self.plan.vertices
+        }
         for _member, value in records:
             assert value[0] == DRIVER, f"record for stage {value[0]} reached the driver"
             kind = value[1]
@@ -212,7 +214,8 @@ class SparkJob:
                     self._dataframes[name] = sink.write(self.spark, self.result(name))
                 except Exception as cause:
                     error = JobFailedError(
-                        f"vertex {name!r}: writing its DataFrame to {sink.path!r} failed: {cause}", vertex=name
+                        f"vertex {name!r}: writing its DataFrame to {sink.path!r} failed: {cause}",
+                        vertex=name,
                     )
                     raise error from cause
 
@@ -293,7 +296,9 @@ class SparkRunner:
         for stage in stages.stages:
             label = f"jetspark {name}: stage {stage.index} [{', '.join(stage.vertices)}]"
             with call_site(sc, label):
-                inputs = [outputs[u].filter(functools.partial(_addressed_to, stage.index)) for u in stage.upstream]
+                inputs = [
+                    outputs[u].filter(functools.partial(_addressed_to, stage.index)) for u in stage.upstream
+                ]
                 own_sources = [v for v in stage.vertices if v in rdd_sources]
                 direct = (
                     not inputs
@@ -305,7 +310,9 @@ class SparkRunner:
                     rdd = rdd_sources[own_sources[0]].mapPartitionsWithIndex(task)
                 else:
                     for vertex in own_sources:
-                        tag = functools.partial(source_records, stage.index, vertex, members, self.record_items)
+                        tag = functools.partial(
+                            source_records, stage.index, vertex, members, self.record_items
+                        )
                         inputs.append(rdd_sources[vertex].mapPartitionsWithIndex(tag))
                     task = functools.partial(run_stage_task, spec_bytes, stage.index, None)
                     if inputs:

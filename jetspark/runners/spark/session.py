@@ -4,6 +4,7 @@ Order: a running session (inside `spark-submit`, a notebook, or a test fixture) 
 `spark-submit` without one yet, the session `spark-submit` configured is created; otherwise an
 embedded session is started on `JETSPARK_MASTER` (default `local[*]`) with quiet logs (WARN), no
 web UI and no console progress bars, and workers running this Python (`PYSPARK_PYTHON`).
+Sessions jetspark creates log at WARN (`JETSPARK_SPARK_LOG_LEVEL` to change).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from typing import Any
 from jetspark.core.errors import JetsparkError
 
 MASTER_ENV = "JETSPARK_MASTER"
+#: Log level of sessions jetspark creates (embedded, or first created under spark-submit).
+LOG_LEVEL_ENV = "JETSPARK_SPARK_LOG_LEVEL"
 MIN_JAVA = 17
 
 _LOG4J2 = """\
@@ -69,21 +72,27 @@ def check_java() -> str:
     """Return the java executable Spark will use, or raise JavaNotFoundError saying how to install it."""
     java = java_executable()
     if java is None:
-        where = f"JAVA_HOME={os.environ['JAVA_HOME']!r} has no bin/java" if os.environ.get("JAVA_HOME") else (
-            "no `java` on PATH and JAVA_HOME is not set"
+        where = (
+            f"JAVA_HOME={os.environ['JAVA_HOME']!r} has no bin/java"
+            if os.environ.get("JAVA_HOME")
+            else ("no `java` on PATH and JAVA_HOME is not set")
         )
         raise JavaNotFoundError(f"Spark needs Java {MIN_JAVA} or newer, but {where}. {_INSTALL_HINT}")
     try:
         probe = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as error:
-        raise JavaNotFoundError(f"Spark needs Java {MIN_JAVA}; running {java} -version failed: {error}. {_INSTALL_HINT}") from error
+        raise JavaNotFoundError(
+            f"Spark needs Java {MIN_JAVA}; running {java} -version failed: {error}. {_INSTALL_HINT}"
+        ) from error
     match = re.search(r'version "(\d+)(?:\.(\d+))?', probe.stderr + probe.stdout)
     if match is not None:
         major = int(match.group(1))
         if major == 1 and match.group(2):  # "1.8.0" is Java 8
             major = int(match.group(2))
         if major < MIN_JAVA:
-            raise JavaNotFoundError(f"Spark needs Java {MIN_JAVA} or newer, but {java} is Java {major}. {_INSTALL_HINT}")
+            raise JavaNotFoundError(
+                f"Spark needs Java {MIN_JAVA} or newer, but {java} is Java {major}. {_INSTALL_HINT}"
+            )
     return java
 
 
@@ -121,9 +130,14 @@ def prepare_environment(master: str) -> None:
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     if master.startswith("local-cluster") and "SPARK_HOME" not in os.environ:
-        import pyspark
+        os.environ["SPARK_HOME"] = pyspark_home()
 
-        os.environ["SPARK_HOME"] = str(Path(pyspark.__file__).parent)
+
+def pyspark_home() -> str:
+    """The pyspark package directory: a Spark home (bin/spark-submit, jars/) in pip's pyspark."""
+    import pyspark
+
+    return str(Path(pyspark.__file__).parent)
 
 
 def get_session(master: str | None = None, extra_conf: dict[str, str] | None = None) -> Any:
@@ -134,7 +148,9 @@ def get_session(master: str | None = None, extra_conf: dict[str, str] | None = N
     if SparkContext._active_spark_context is not None:
         return SparkSession.builder.getOrCreate()
     if under_spark_submit() and master is None:
-        return SparkSession.builder.appName("jetspark").getOrCreate()
+        session = SparkSession.builder.appName("jetspark").getOrCreate()
+        session.sparkContext.setLogLevel(os.environ.get(LOG_LEVEL_ENV, "WARN"))
+        return session
     master = master or os.environ.get(MASTER_ENV) or "local[*]"
     check_java()
     prepare_environment(master)
@@ -142,7 +158,7 @@ def get_session(master: str | None = None, extra_conf: dict[str, str] | None = N
     for key, value in {**embedded_conf(master), **(extra_conf or {})}.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("WARN")
+    session.sparkContext.setLogLevel(os.environ.get(LOG_LEVEL_ENV, "WARN"))
     return session
 
 

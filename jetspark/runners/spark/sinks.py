@@ -1,7 +1,7 @@
 """A sink that hands a vertex's output to Spark's DataFrame writers.
 
-`write_dataframe(path, format="parquet")` is the supplier of a sink vertex. Its processors collect
-their items like the `collect` sink (the items travel to the driver with the job's results);
+`write_dataframe(path, format="parquet")` is the supplier of a sink vertex. Its processors are
+those of the `collect` sink (the items travel to the driver with the job's results);
 when the Spark job has completed, the runner builds a DataFrame from them
 (`spark.createDataFrame(items, schema)`) and, if `path` is given, writes it with
 `df.write.format(format).mode(mode).options(**options).save(path)`. `SparkJob.dataframe(vertex)`
@@ -14,40 +14,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from jetspark.core.context import RESULTS_ATTRIBUTE, ProcessorContext
-from jetspark.core.inbox import Inbox
-from jetspark.core.outbox import Outbox
-from jetspark.core.processor import Processor
-from jetspark.core.suppliers import MemberSuppliers, ProcessorMetaSupplier, ProcessorSupplier
-from jetspark.core.watermark import Watermark
-
-
-class _DataFrameSinkP(Processor):
-    def init(self, outbox: Outbox, context: ProcessorContext) -> None:
-        collector = context.attributes.get(RESULTS_ATTRIBUTE)
-        if collector is None:
-            raise RuntimeError(f"vertex {context.vertex_name!r}: the runner provides no result collector")
-        self._add = collector.add
-        self._vertex = context.vertex_name
-
-    def process(self, ordinal: int, inbox: Inbox) -> None:
-        batch: list[Any] = []
-        inbox.drain_to(batch)
-        self._add(self._vertex, batch)
-
-    def try_process_watermark(self, watermark: Watermark) -> bool:
-        return True
-
-
-class _DataFrameSinkSupplier(ProcessorSupplier):
-    def get(self, count: int) -> list[Processor]:
-        return [_DataFrameSinkP() for _ in range(count)]
+from jetspark.core.suppliers import MemberSuppliers, ProcessorMetaSupplier
+from jetspark.processors.sinks import collect
 
 
 class DataFrameSink(ProcessorMetaSupplier):
     """Meta supplier of a `write_dataframe` sink; the Spark runner writes after the job completes."""
 
-    def __init__(self, path: str | None, format: str, mode: str, schema: Any, options: dict[str, str]) -> None:
+    def __init__(
+        self, path: str | None, format: str, mode: str, schema: Any, options: dict[str, str]
+    ) -> None:
         self.path = path
         self.format = format
         self.mode = mode
@@ -55,7 +31,7 @@ class DataFrameSink(ProcessorMetaSupplier):
         self.options = options
 
     def get(self, member_indexes: Sequence[int]) -> MemberSuppliers:
-        supplier = _DataFrameSinkSupplier()
+        supplier = collect()
         return {m: supplier for m in member_indexes}
 
     def write(self, spark: Any, items: list[Any]) -> Any:

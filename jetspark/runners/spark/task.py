@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 import pickle
-import threading
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain
@@ -41,6 +40,7 @@ from jetspark.engine.snapshot import SnapshotContext
 from jetspark.engine.special import DONE
 from jetspark.planning.plan import ExecutionPlan, ProcessorId
 from jetspark.planning.stages import StagePlan
+from jetspark.runners.results import ResultCollector
 from jetspark.runners.spark.failures import encode_failure
 from jetspark.runners.wiring import ProcessorKey, wire
 
@@ -78,8 +78,15 @@ class CaptureQueue(BoundedQueue):
     """The producer end of a pair whose consumer is in another task: everything becomes records."""
 
     __slots__ = (
-        "edge_index", "producer", "consumer", "target_stage", "limit", "records",
-        "_pending", "_pending_items", "_seq",
+        "edge_index",
+        "producer",
+        "consumer",
+        "target_stage",
+        "limit",
+        "records",
+        "_pending",
+        "_pending_items",
+        "_seq",
     )
 
     def __init__(
@@ -129,7 +136,15 @@ class CaptureQueue(BoundedQueue):
                 entries.append(list(entry))
             else:
                 entries.append(entry)
-        value = (self.target_stage, DATA, self.edge_index, self.producer, self.consumer, self._seq, dumps(entries))
+        value = (
+            self.target_stage,
+            DATA,
+            self.edge_index,
+            self.producer,
+            self.consumer,
+            self._seq,
+            dumps(entries),
+        )
         self.records.append((self.consumer[0], value))
         self._seq += 1
         self._pending = []
@@ -185,18 +200,6 @@ class SourceInput:
             if len(out) >= size:
                 break
         return out
-
-
-class TaskResults:
-    """Result collector of one task (`RESULTS_ATTRIBUTE`): items per vertex, shipped at the end."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.items: dict[str, list[Any]] = {}
-
-    def add(self, vertex: str, items: list[Any]) -> None:
-        with self._lock:
-            self.items.setdefault(vertex, []).extend(items)
 
 
 def source_records(
@@ -274,13 +277,15 @@ def run_stage_task(
             found.sort(key=lambda p: p[0])
             return ReplayQueue(name, (payload for _, payload in found))
 
-        results = TaskResults()
+        results = ResultCollector()
         attributes = {RESULTS_ATTRIBUTE: results, SPARK_INPUT_ATTRIBUTE: inputs}
         tasklets = wire(
             plan, processors, SnapshotContext(len(processors)), None, attributes, spec.batch_size, external
         )
         if inbound:
-            raise AssertionError(f"stage {stage_index} member {member}: records for no consumer: {sorted(inbound)}")
+            raise AssertionError(
+                f"stage {stage_index} member {member}: records for no consumer: {sorted(inbound)}"
+            )
         execution = Execution(tasklets)
         execution.run()
         error = execution.error
@@ -294,7 +299,8 @@ def run_stage_task(
             slot[0] += tasklet.received_count
             slot[1] += tasklet.outbox.emitted_count
         step = spec.record_items
-        for sink, collected in results.items.items():
+        for sink in stage.vertices:
+            collected = results.items(sink)
             for start in range(0, len(collected), step):
                 output.append((member, (carrier, RESULT, sink, dumps(collected[start : start + step]))))
         output.append((member, (carrier, METRICS, stage_index, member, metrics)))
@@ -320,7 +326,9 @@ def _failed(message: str, vertex: str, cause: BaseException) -> JobFailedError:
     return error
 
 
-def _close_suppliers(plan: ExecutionPlan, vertices: Iterable[str], member: int, error: BaseException | None) -> None:
+def _close_suppliers(
+    plan: ExecutionPlan, vertices: Iterable[str], member: int, error: BaseException | None
+) -> None:
     for vertex in vertices:
         supplier = plan.vertices[vertex].suppliers.get(member)
         if supplier is None:
@@ -392,4 +400,6 @@ def check_picklable(plan: ExecutionPlan, config: JobConfig) -> None:
     try:
         dumps(config)
     except Exception as error:
-        raise DagValidationError(f"the JobConfig cannot be pickled ({type(error).__name__}: {error})") from error
+        raise DagValidationError(
+            f"the JobConfig cannot be pickled ({type(error).__name__}: {error})"
+        ) from error

@@ -1,0 +1,1 @@
+"""The `jetspark` command: `jetspark run` and `jetspark submit` (see `jetspark --help`)."""

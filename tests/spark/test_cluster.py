@@ -1,0 +1,47 @@
+"""A run on `local-cluster[2,1,1024]`: two executor JVMs, each with its own Python workers."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jetspark.core.partitioner import default_partitioner
+from tests.spark import dags
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.timeout(420)
+def test_members_run_in_separate_executors_with_the_same_partition_ownership() -> None:
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("cluster_job.py"))],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+    assert done.returncode == 0, done.stderr[-5000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["executors"] == 2
+    items = report["items"]
+    assert sorted(n for n, *_ in items) == list(range(400))
+    for n, member, index, _pid in items:
+        partition = default_partitioner(dags.key_of(("n", n)), 271)
+        assert index == (partition % 2) * 2 + (partition // 2) % 2  # the arrangement of planning.partitions
+        assert member == index // 2
+    pids_by_member: dict[int, set[int]] = {}
+    for _n, member, _index, pid in items:
+        pids_by_member.setdefault(member, set()).add(pid)
+    assert len({pid for pids in pids_by_member.values() for pid in pids}) >= 2, "both executors did work"

@@ -1,0 +1,81 @@
+"""Failures on the Spark runner: an executor's exception on the driver, bad suppliers, cancel."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from jetspark.core.config import JobConfig
+from jetspark.core.dag import DAG
+from jetspark.core.edge import Edge
+from jetspark.core.errors import DagValidationError, JobCancelledError, JobFailedError
+from jetspark.core.partitioner import default_partitioner
+from jetspark.runners.local import JobStatus
+from jetspark.runners.spark import SparkRunner
+from tests.spark import dags
+
+pytestmark = pytest.mark.spark
+
+
+def active_jobs(spark: Any, within: float = 10.0) -> list[int]:
+    """Spark jobs still active, waiting up to `within` seconds for them to end."""
+    tracker = spark.sparkContext.statusTracker()
+    deadline = time.monotonic() + within
+    while tracker.getActiveJobsIds() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return list(tracker.getActiveJobsIds())
+
+
+def test_executor_exception_is_a_job_failed_error_naming_vertex_and_processor(spark: Any) -> None:
+    job = SparkRunner(spark).submit(dags.failing(at=7), JobConfig(member_count=2))
+    with pytest.raises(JobFailedError) as raised:
+        job.join(120)
+    error = raised.value
+    owner = job.plan.arrangement.global_owner(default_partitioner(dags.key_of(("n", 7)), 271), 2)
+    assert error.vertex == "fail"
+    assert error.processor_index == owner
+    assert f"vertex 'fail' processor #{owner}" in str(error)
+    assert isinstance(error.__cause__, ValueError)
+    assert str(error.__cause__) == "boom at ('n', 7)"
+    assert "in try_process_item" in error.remote_traceback  # type: ignore[attr-defined]
+    assert job.status is JobStatus.FAILED
+    assert active_jobs(spark) == []
+
+
+class Unpicklable:
+    """A supplier callable holding a lock, which cannot be pickled."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+    def __call__(self) -> Any:
+        return dags.Where()
+
+
+def test_unpicklable_supplier_is_refused_at_submit_naming_the_vertex(spark: Any) -> None:
+    dag = DAG()
+    source = dag.new_vertex("source", lambda: dags.Numbers(10))
+    locked = dag.new_vertex("locked", Unpicklable())
+    dag.edge(Edge.between(source, locked))
+    with pytest.raises(
+        DagValidationError, match="vertex 'locked': its ProcessorSupplier cannot be pickled"
+    ) as raised:
+        SparkRunner(spark).submit(dag, JobConfig(member_count=2))
+    assert "lock" in str(raised.value.__cause__)
+
+
+def test_cancel_stops_the_spark_job(spark: Any) -> None:
+    job = SparkRunner(spark).submit(dags.endless(), JobConfig(member_count=2))
+    tracker = spark.sparkContext.statusTracker()
+    deadline = time.monotonic() + 60
+    while not tracker.getActiveJobsIds() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert tracker.getJobIdsForGroup(job.group), "the job runs in its own job group"
+    job.cancel()
+    with pytest.raises(JobCancelledError):
+        job.join(60)
+    assert job.status is JobStatus.CANCELLED
+    assert active_jobs(spark) == []
