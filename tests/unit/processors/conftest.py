@@ -7,6 +7,7 @@ and queue of 1) nearly every second offer is rejected, which exercises the re-of
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import attrs
@@ -52,3 +53,22 @@ def setting(request: Any) -> Setting:
 def single(request: Any) -> Setting:
     """One member, one processor per vertex: output order is deterministic."""
     return request.param  # type: ignore[no-any-return]
+
+
+def apply_steps(steps: Iterable[tuple[str, Callable[[Any], Any]]], items: Iterable[Any]) -> list[Any]:
+    """What a chain of one-step vertices emits, computed in plain Python (None outputs dropped)."""
+    current = list(items)
+    for kind, fn in steps:
+        if kind == "map":
+            current = [y for y in map(fn, current) if y is not None]
+        elif kind == "filter":
+            current = [x for x in current if fn(x)]
+        else:
+            current = [y for x in current for y in fn(x) if y is not None]
+    return current
+
+
+@pytest.fixture
+def reference() -> Callable[[Iterable[tuple[str, Callable[[Any], Any]]], Iterable[Any]], list[Any]]:
+    """`apply_steps`: the plain-Python meaning of map/filter/flat_map steps."""
+    return apply_steps
