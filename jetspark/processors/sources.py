@@ -151,10 +151,6 @@ class _FromIterableP(_SlicedSource):
         return True
 
 
-def _from_iterable_processor(items: Sequence[Any]) -> _FromIterableP:
-    return _FromIterableP(items)
-
-
 def from_iterable(items: Iterable[Any]) -> ProcessorSupplier:
     """A bounded source of `items`, split across all processors of the vertex.
 
@@ -170,7 +166,7 @@ def from_iterable(items: Iterable[Any]) -> ProcessorSupplier:
                 raise ValueError(
                     f"from_iterable: item at position {position} is None; items must not be None"
                 )
-    return ProcessorSupplier.of(functools.partial(_from_iterable_processor, sequence))
+    return ProcessorSupplier.of(functools.partial(_FromIterableP, sequence))
 
 
 class _GeneratorP(_SlicedSource):
@@ -301,16 +297,6 @@ class _GeneratorP(_SlicedSource):
         self._last_emit_time = time.monotonic()
 
 
-def _generator_processor(
-    count: int | None,
-    items_per_second: float | None,
-    fn: Callable[[int], Any],
-    timestamp_fn: Callable[[Any], int] | None,
-    idle_timeout_millis: int | None,
-) -> _GeneratorP:
-    return _GeneratorP(count, items_per_second, fn, timestamp_fn, idle_timeout_millis)
-
-
 def _identity(seq: int) -> Any:
     return seq
 
@@ -340,7 +326,5 @@ def generator_stream(
     if idle_timeout_millis is not None and idle_timeout_millis < 0:
         raise ValueError(f"generator_stream: idle_timeout_millis must be >= 0, got {idle_timeout_millis}")
     return ProcessorSupplier.of(
-        functools.partial(
-            _generator_processor, count, items_per_second, fn, timestamp_fn, idle_timeout_millis
-        )
+        functools.partial(_GeneratorP, count, items_per_second, fn, timestamp_fn, idle_timeout_millis)
     )

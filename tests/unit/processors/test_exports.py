@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import inspect
+import pickle
 import types
+
+import cloudpickle
 
 import jetspark.processors as P
 from jetspark.core import AbstractProcessor, ProcessorSupplier
@@ -25,8 +28,8 @@ def test_no_processor_class_is_public() -> None:
         assert not (inspect.isclass(value) and issubclass(value, AbstractProcessor)), name
 
 
-def test_factories_return_processor_suppliers() -> None:
-    suppliers = [
+def all_suppliers() -> list[ProcessorSupplier]:
+    return [
         P.from_iterable([1]),
         P.generator_stream(count=1),
         P.map(str),
@@ -38,8 +41,20 @@ def test_factories_return_processor_suppliers() -> None:
         P.collect(),
         P.logger(),
         P.noop(),
+        P.accumulate_by_key(str, P.averaging(len), steps=P.Chain().filter(bool)),
     ]
-    for supplier in suppliers:
+
+
+def test_factories_return_processor_suppliers() -> None:
+    for supplier in all_suppliers():
         assert isinstance(supplier, ProcessorSupplier)
         [processor] = supplier.get(1)
         assert type(processor).__name__.startswith("_"), type(processor)
+
+
+def test_suppliers_survive_cloudpickle_with_lambdas() -> None:
+    """Runners ship suppliers to executors with cloudpickle."""
+    for supplier in [*all_suppliers(), P.map(lambda x: x + 1), P.fused(P.Chain().flat_map(lambda x: [x, x]))]:
+        copy = pickle.loads(cloudpickle.dumps(supplier))
+        [processor] = copy.get(1)
+        assert type(processor) is type(supplier.get(1)[0])
