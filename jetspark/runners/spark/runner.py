@@ -151,7 +151,7 @@ class SparkJob:
             with self._lock:
                 cancelled = self.status is JobStatus.CANCELLED
             if not cancelled:
-                with call_site(sc, f"jetspark {self.name}: results of {len(self.stages.stages)} stage(s)"):
+                with call_site(sc, self._final_rdd.name()):
                     records = self._final_rdd.collect()
                 self._absorb(records)
                 self._write_dataframes()
@@ -171,9 +171,18 @@ class SparkJob:
                     else:
                         self.status = JobStatus.COMPLETED
             self._close_meta_suppliers(error)
-            if error is not None and self.status is not JobStatus.CANCELLED:
-                sc.cancelJobGroup(self.group)  # nothing of this job may keep running
+            if error is not None:
+                self._cancel_leftovers(sc)
             self._finished.set()
+
+    def _cancel_leftovers(self, sc: Any) -> None:
+        """Spark aborts a failed job itself; make sure nothing of this job's group keeps running."""
+        tracker = sc.statusTracker()
+        for job_id in tracker.getJobIdsForGroup(self.group):
+            info = tracker.getJobInfo(job_id)
+            if info is not None and info.status == "RUNNING":
+                sc.cancelJobGroup(self.group)
+                return
 
     def _translate(self, failure: BaseException) -> BaseException:
         if isinstance(failure, JobFailedError):
@@ -293,38 +302,48 @@ class SparkRunner:
         }
         outputs: dict[int, Any] = {}
         persisted: list[Any] = []
+
+        def describe(index: int) -> str:
+            return f"stage {index} [{', '.join(stages.stages[index].vertices)}]"
+
         for stage in stages.stages:
-            label = f"jetspark {name}: stage {stage.index} [{', '.join(stage.vertices)}]"
-            with call_site(sc, label):
-                inputs = [
-                    outputs[u].filter(functools.partial(_addressed_to, stage.index)) for u in stage.upstream
-                ]
-                own_sources = [v for v in stage.vertices if v in rdd_sources]
-                direct = (
-                    not inputs
-                    and len(own_sources) == 1
-                    and rdd_sources[own_sources[0]].getNumPartitions() == members
-                )
-                if direct:
+            label = f"jetspark {name}: {describe(stage.index)}"
+            inputs = [
+                outputs[u].filter(functools.partial(_addressed_to, stage.index)) for u in stage.upstream
+            ]
+            feeders = [describe(u) for u in stage.upstream]
+            own_sources = [v for v in stage.vertices if v in rdd_sources]
+            direct = (
+                not inputs
+                and len(own_sources) == 1
+                and rdd_sources[own_sources[0]].getNumPartitions() == members
+            )
+            if direct:  # member m reads partition m of its source's RDD in place
+                with call_site(sc, label):
                     task = functools.partial(run_stage_task, spec_bytes, stage.index, own_sources[0])
                     rdd = rdd_sources[own_sources[0]].mapPartitionsWithIndex(task)
-                else:
-                    for vertex in own_sources:
-                        tag = functools.partial(
-                            source_records, stage.index, vertex, members, self.record_items
-                        )
-                        inputs.append(rdd_sources[vertex].mapPartitionsWithIndex(tag))
-                    task = functools.partial(run_stage_task, spec_bytes, stage.index, None)
-                    if inputs:
+            else:
+                for vertex in own_sources:
+                    tag = functools.partial(source_records, stage.index, vertex, members, self.record_items)
+                    inputs.append(rdd_sources[vertex].mapPartitionsWithIndex(tag))
+                    feeders.append(f"the RDD of vertex {vertex!r}")
+                task = functools.partial(run_stage_task, spec_bytes, stage.index, None)
+                if inputs:
+                    # the Spark stage that writes this shuffle runs the feeding stages' tasks
+                    with call_site(sc, f"jetspark {name}: {', '.join(feeders)} -> stage {stage.index}"):
                         shuffled = sc.union(inputs).partitionBy(members, _identity)
+                    with call_site(sc, label):
                         rdd = shuffled.mapPartitionsWithIndex(task)
-                    else:
+                else:
+                    with call_site(sc, label):
                         rdd = sc.parallelize([], members).mapPartitionsWithIndex(task)
-                rdd.setName(label)
-                if len(stage.downstream) > 1:
-                    rdd.persist(StorageLevel.MEMORY_AND_DISK)
-                    persisted.append(rdd)
-                outputs[stage.index] = rdd
-        terminal = [outputs[s.index] for s in stages.stages if s.is_terminal]
-        final = terminal[0] if len(terminal) == 1 else sc.union(terminal)
+            rdd.setName(label)
+            if len(stage.downstream) > 1:
+                rdd.persist(StorageLevel.MEMORY_AND_DISK)
+                persisted.append(rdd)
+            outputs[stage.index] = rdd
+        terminal = [s.index for s in stages.stages if s.is_terminal]
+        with call_site(sc, f"jetspark {name}: union"):
+            final = outputs[terminal[0]] if len(terminal) == 1 else sc.union([outputs[t] for t in terminal])
+        final.setName(f"jetspark {name}: {', '.join(describe(t) for t in terminal)} -> driver")
         return final, persisted

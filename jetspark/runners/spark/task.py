@@ -226,7 +226,15 @@ def run_stage_task(
 ) -> Iterator[Record]:
     """The body of a task: member `member` of stage `stage_index`. `records` is the shuffled input,
     or (with `direct_source`) the items of that source vertex's RDD partition `member`."""
-    spec: TaskSpec = pickle.loads(spec_bytes)
+    try:
+        spec: TaskSpec = pickle.loads(spec_bytes)
+    except Exception as cause:
+        message = (
+            f"stage {stage_index}, member {member}: the job's suppliers cannot be unpickled in the Spark "
+            f"task ({type(cause).__name__}: {cause}); executors need the same jetspark and job code as "
+            "the driver"
+        )
+        raise encode_failure(_failed(message, None, cause), None, None) from cause
     plan = spec.plan
     plan._consumer_cache.clear()  # keyed by id(edge): stale after unpickling
     stage = spec.stages.stages[stage_index]
@@ -320,7 +328,7 @@ def _capture_queues(tasklets: Iterable[Any]) -> Iterator[CaptureQueue]:
                     yield queue
 
 
-def _failed(message: str, vertex: str, cause: BaseException) -> JobFailedError:
+def _failed(message: str, vertex: str | None, cause: BaseException) -> JobFailedError:
     error = JobFailedError(f"{message}: {type(cause).__name__}: {cause}", vertex=vertex)
     error.__cause__ = cause
     return error
