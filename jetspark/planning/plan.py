@@ -67,7 +67,8 @@ class ExecutionPlan:
     arrangement: PartitionArrangement
     vertices: dict[str, VertexPlan]
     logger: logging.Logger
-    _consumer_cache: dict[tuple[int, ProcessorId], set[ProcessorId]] = attrs.field(factory=dict, init=False)
+    #: (source vertex, source ordinal, producer) -> its consumers; keyed by names, so it survives pickling.
+    _consumer_cache: dict[tuple[str, int, ProcessorId], set[ProcessorId]] = attrs.field(factory=dict, init=False)
 
     def vertex_plan(self, name: str) -> VertexPlan:
         return self.vertices[name]
@@ -162,7 +163,7 @@ class ExecutionPlan:
         return [p for p in up.processor_ids() if consumer in self.consumers_of_cached(edge, p)]
 
     def consumers_of_cached(self, edge: Edge, producer: ProcessorId) -> set[ProcessorId]:
-        key = (id(edge), producer)
+        key = (edge.source.name, edge.source_ordinal, producer)
         cache = self._consumer_cache
         if key not in cache:
             cache[key] = set(self.consumers_of(edge, producer).consumers)

@@ -236,7 +236,6 @@ def run_stage_task(
         )
         raise encode_failure(_failed(message, None, cause), None, None) from cause
     plan = spec.plan
-    plan._consumer_cache.clear()  # keyed by id(edge): stale after unpickling
     stage = spec.stages.stages[stage_index]
     carrier = spec.carriers[stage_index]
     edges = plan.dag.edges
