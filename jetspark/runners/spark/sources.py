@@ -21,16 +21,11 @@ from jetspark.core.suppliers import MemberSuppliers, ProcessorMetaSupplier, Proc
 from jetspark.core.watermark import Watermark
 from jetspark.runners.spark.task import SPARK_INPUT_ATTRIBUTE, SourceInput
 
-CHUNK = 256
-_NOTHING: Any = object()
-
 
 class _SparkInputP(Processor):
-    """Emits its share of the member's rows, chunk by chunk, resuming after a refused offer."""
+    """Emits its share of the member's rows, as many per call as the outbox has room for."""
 
     def __init__(self) -> None:
-        self._chunk: list[Any] = []
-        self._position = 0
         self._input: SourceInput | None = None
 
     def init(self, outbox: Outbox, context: ProcessorContext) -> None:
@@ -48,21 +43,15 @@ class _SparkInputP(Processor):
 
     def complete(self) -> bool:
         assert self._input is not None
-        offer = self._outbox.offer
+        outbox = self._outbox
         while True:
-            chunk = self._chunk
-            position = self._position
-            if position >= len(chunk):
-                chunk = self._chunk = self._input.next_chunk(CHUNK)
-                position = self._position = 0
-                if not chunk:
-                    return True
-            while position < len(chunk):
-                if not offer(chunk[position]):
-                    self._position = position
-                    return False
-                position += 1
-            self._position = position
+            room = outbox.room()
+            if room == 0:
+                return False
+            chunk = self._input.next_chunk(room)
+            if not chunk:
+                return True
+            outbox.offer_batch(chunk)
 
 
 class _SparkInputSupplier(ProcessorSupplier):

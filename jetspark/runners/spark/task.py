@@ -22,7 +22,7 @@ import logging
 import pickle
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
-from itertools import chain
+from itertools import chain, islice
 from typing import Any
 
 import attrs
@@ -194,12 +194,7 @@ class SourceInput:
 
     def next_chunk(self, size: int) -> list[Any]:
         """Up to `size` next items; empty at the end. Called from one thread (cooperative)."""
-        out = []
-        for item in self._items:
-            out.append(item)
-            if len(out) >= size:
-                break
-        return out
+        return list(islice(self._items, size))
 
 
 def source_records(
