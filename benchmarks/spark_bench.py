@@ -21,23 +21,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import cloudpickle
+import p1_local
+from p1_local import double, key_of, not_divisible_by_3  # the same P1 steps as the local benchmark
+from pyspark import cloudpickle as pyspark_cloudpickle
+
 from jetspark import processors as P
 from jetspark.core import DAG, Edge, JobConfig
 from jetspark.runners.spark import SparkRunner, from_rdd, get_session
 
 MEMBERS = 2
-
-
-def double(x: int) -> int:
-    return x * 2
-
-
-def not_divisible_by_3(x: int) -> bool:
-    return x % 3 != 0
-
-
-def key_of(x: int) -> str:
-    return str(x % 1000)
+# Executors cannot import this script's folder: ship p1_local's functions by value, for jetspark
+# (cloudpickle) and for plain PySpark (its own bundled copy of cloudpickle) alike.
+cloudpickle.register_pickle_by_value(p1_local)
+pyspark_cloudpickle.register_pickle_by_value(p1_local)
 
 
 def split_words(line: str) -> list[str]:

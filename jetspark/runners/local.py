@@ -8,7 +8,6 @@ processor raises `RestartableError`.
 
 from __future__ import annotations
 
-import enum
 import logging
 import threading
 import time
@@ -24,22 +23,14 @@ from jetspark.engine.outbox import DEFAULT_BATCH_SIZE
 from jetspark.engine.snapshot import Snapshot, SnapshotContext, SnapshotData
 from jetspark.engine.tasklet import ProcessorTasklet
 from jetspark.planning.plan import build_plan
+from jetspark.runners.job import JobHandle, JobStatus
 from jetspark.runners.results import RESULTS_ATTRIBUTE, ResultCollector
 from jetspark.runners.wiring import ProcessorKey, wire
 
 _log = logging.getLogger("jetspark.runners.local")
 
 
-class JobStatus(enum.Enum):
-    NOT_STARTED = "not_started"
-    RUNNING = "running"
-    SUSPENDED = "suspended"
-    COMPLETED = "completed"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-
-
-class LocalJob:
+class LocalJob(JobHandle):
     """Handle of a job on the local runner."""
 
     def __init__(
@@ -54,15 +45,13 @@ class LocalJob:
         self.config = config
         self.member_count = member_count
         self.batch_size = batch_size
+        super().__init__()
         self.job_id = uuid.uuid4().hex[:16]
         self.name = config.name or f"job-{self.job_id}"
-        self.status = JobStatus.NOT_STARTED
-        self.error: BaseException | None = None
         self.last_snapshot: Snapshot | None = None
         self.snapshot_count = 0
         self._results = ResultCollector()
         self._lock = threading.Lock()
-        self._finished = threading.Event()
         self._execution: Execution | None = None
         self._snapshot_context: SnapshotContext | None = None
         self._tasklets: list[ProcessorTasklet] = []
@@ -79,17 +68,6 @@ class LocalJob:
         self.status = JobStatus.RUNNING
         self._thread = threading.Thread(target=self._run, args=(restore,), name=f"jetspark {self.name}", daemon=True)
         self._thread.start()
-        return self
-
-    def join(self, timeout: float | None = None) -> LocalJob:
-        """Wait for the job to end; re-raise its failure. Raises JobTimeoutError on timeout."""
-        if not self._finished.wait(timeout):
-            raise JobTimeoutError(f"job {self.name!r} still running after {timeout} s")
-        if self.status is JobStatus.FAILED:
-            assert self.error is not None
-            raise self.error
-        if self.status is JobStatus.CANCELLED:
-            raise JobCancelledError(f"job {self.name!r} was cancelled")
         return self
 
     def cancel(self) -> None:

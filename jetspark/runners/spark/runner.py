@@ -25,11 +25,11 @@ from typing import Any
 
 from jetspark.core.config import JobConfig
 from jetspark.core.dag import DAG
-from jetspark.core.errors import JobCancelledError, JobFailedError, JobTimeoutError
+from jetspark.core.errors import JobFailedError
 from jetspark.engine.outbox import DEFAULT_BATCH_SIZE
 from jetspark.planning.plan import ExecutionPlan, build_plan
 from jetspark.planning.stages import StagePlan, build_stages
-from jetspark.runners.local import JobStatus
+from jetspark.runners.job import JobHandle, JobStatus
 from jetspark.runners.spark.failures import decode_failure
 from jetspark.runners.spark.session import call_site, get_session
 from jetspark.runners.spark.sinks import DataFrameSink
@@ -59,7 +59,7 @@ def _addressed_to(stage: int, record: tuple[int, tuple[Any, ...]]) -> bool:
     return bool(record[1][0] == stage)
 
 
-class SparkJob:
+class SparkJob(JobHandle):
     """Handle of a job on the Spark runner; the same interface as the local runner's `LocalJob`
     for batch jobs: `join`, `cancel`, `status`, `result`, `metrics`."""
 
@@ -73,6 +73,7 @@ class SparkJob:
         final_rdd: Any,
         persisted: list[Any],
     ) -> None:
+        super().__init__()
         self.spark = spark
         self.dag = dag
         self.config = config
@@ -82,15 +83,12 @@ class SparkJob:
         self.member_count = plan.member_count
         self.name = config.name or f"job-{self.job_id}"
         self.group = f"jetspark-{self.job_id}"
-        self.status = JobStatus.NOT_STARTED
-        self.error: BaseException | None = None
         self._final_rdd = final_rdd
         self._persisted = persisted
         self._results: dict[str, list[Any]] = {}
         self._metrics: dict[str, dict[str, int]] = {}
         self._dataframes: dict[str, Any] = {}
         self._lock = threading.Lock()
-        self._finished = threading.Event()
         self._thread: threading.Thread | None = None
 
     # ---- control --------------------------------------------------------------------------
@@ -101,17 +99,6 @@ class SparkJob:
         self.status = JobStatus.RUNNING
         self._thread = InheritableThread(target=self._run, name=f"jetspark {self.name}", daemon=True)
         self._thread.start()
-        return self
-
-    def join(self, timeout: float | None = None) -> SparkJob:
-        """Wait for the job to end; re-raise its failure. Raises JobTimeoutError on timeout."""
-        if not self._finished.wait(timeout):
-            raise JobTimeoutError(f"job {self.name!r} still running after {timeout} s")
-        if self.status is JobStatus.FAILED:
-            assert self.error is not None
-            raise self.error
-        if self.status is JobStatus.CANCELLED:
-            raise JobCancelledError(f"job {self.name!r} was cancelled")
         return self
 
     def cancel(self, timeout: float = 30) -> None:
