@@ -8,7 +8,7 @@ without breaking anyone. Each factory's docstring is its specification.
 - transforms: `map`, `filter`, `flat_map`, `fused` (with `Chain`)
 - aggregation: `AggregateOperation`, `counting`, `summing`, `to_list`, `averaging`,
   `accumulate_by_key`, `combine_by_key`, `aggregate_by_key`, `entry_key`
-- sinks: `collect`, `logger`, `noop`
+- sinks: `collect`, `logger`, `noop`, `files`, `batches`
 """
 
 from jetspark.processors.aggregate import AggregateOperation as AggregateOperation
@@ -20,7 +20,9 @@ from jetspark.processors.aggregate import counting as counting
 from jetspark.processors.aggregate import entry_key as entry_key
 from jetspark.processors.aggregate import summing as summing
 from jetspark.processors.aggregate import to_list as to_list
+from jetspark.processors.sinks import batches as batches
 from jetspark.processors.sinks import collect as collect
+from jetspark.processors.sinks import files as files
 from jetspark.processors.sinks import logger as logger
 from jetspark.processors.sinks import noop as noop
 from jetspark.processors.sources import from_iterable as from_iterable
@@ -37,10 +39,12 @@ __all__ = [
     "accumulate_by_key",
     "aggregate_by_key",
     "averaging",
+    "batches",
     "collect",
     "combine_by_key",
     "counting",
     "entry_key",
+    "files",
     "filter",
     "flat_map",
     "from_iterable",

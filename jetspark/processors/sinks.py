@@ -1,4 +1,6 @@
-"""Sinks: `collect` (hands items to the runner, for tests and small results), `logger`, `noop`.
+"""Sinks: `collect` (hands items to the runner, for tests and small results), `logger`, `noop`,
+and the sinks that write where they run (on a Spark executor, on its own machine): `files` and
+`batches` (any external system, such as a database, through a function of yours).
 
 Sinks take whole inboxes at a time (one `drain_to` per call), accept watermarks without emitting
 anything, and keep no state, so they need no snapshot. `collect` is not transactional: after a
@@ -9,7 +11,9 @@ from __future__ import annotations
 
 import functools
 import logging
-from typing import Any
+import os
+from collections.abc import Callable
+from typing import IO, Any
 
 from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.context import RESULTS_ATTRIBUTE, ProcessorContext
@@ -71,6 +75,80 @@ class _NoopP(_SinkP):
     def process(self, ordinal: int, inbox: Inbox) -> None:
         inbox.drain_to(self._scratch)
         self._scratch.clear()
+
+
+class _FilesP(_SinkP):
+    """Appends `format(item)` lines to a file of its own; non-cooperative, as file I/O blocks."""
+
+    def __init__(self, directory: str, format_item: Callable[[Any], str]) -> None:
+        self._directory = directory
+        self._format = format_item
+        self._file: IO[str] | None = None
+
+    def is_cooperative(self) -> bool:
+        return False
+
+    def init_processor(self, context: ProcessorContext) -> None:
+        os.makedirs(self._directory, exist_ok=True)
+        name = f"{context.vertex_name}-{context.global_processor_index:05d}.txt"
+        self.path = os.path.join(self._directory, name)
+        self._file = open(self.path, "w", encoding="utf-8")  # noqa: SIM115 (closed in close())
+
+    def process(self, ordinal: int, inbox: Inbox) -> None:
+        assert self._file is not None
+        batch: list[Any] = []
+        inbox.drain_to(batch)
+        fmt = self._format
+        self._file.write("".join(fmt(item) + "\n" for item in batch))
+
+    def complete(self) -> bool:
+        if self._file is not None:
+            self._file.flush()
+        return True
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+class _BatchesP(_SinkP):
+    """Calls the user's `write(batch, context)` once per inbox batch; non-cooperative (it may block)."""
+
+    def __init__(self, write: Callable[[list[Any], ProcessorContext], object]) -> None:
+        self._write = write
+
+    def is_cooperative(self) -> bool:
+        return False
+
+    def process(self, ordinal: int, inbox: Inbox) -> None:
+        batch: list[Any] = []
+        inbox.drain_to(batch)
+        self._write(batch, self.context)
+
+
+def files(directory: str, format_item: Callable[[Any], str] = str) -> ProcessorSupplier:
+    """Write each item as a line `format_item(item)` to `<directory>/<vertex>-<global index>.txt`.
+
+    Each processor writes its own file where it runs (on Spark: on the executor's file system, so
+    give a shared or local path accordingly); the directory is created if missing and an existing
+    file of the same name is replaced. Not transactional: a restarted job writes its files anew.
+    """
+    if not callable(format_item):
+        raise TypeError(f"files(): format_item must be callable, got {format_item!r}")
+    return ProcessorSupplier.of(functools.partial(_FilesP, os.fspath(directory), format_item))
+
+
+def batches(write: Callable[[list[Any], ProcessorContext], object]) -> ProcessorSupplier:
+    """Call `write(batch, context)` with each batch of items, where the processor runs.
+
+    For external systems such as a database: `context` names the job, vertex and processor index,
+    so `write` can open one connection per processor (cache it on first use). Runs on a thread of
+    its own, so `write` may block. Not transactional.
+    """
+    if not callable(write):
+        raise TypeError(f"batches(): write must be callable, got {write!r}")
+    return ProcessorSupplier.of(functools.partial(_BatchesP, write))
 
 
 def collect() -> ProcessorSupplier:

@@ -45,3 +45,17 @@ def test_dataframe_in_dataframe_out(spark: Any, tmp_path: Path) -> None:
     assert sorted(tuple(row) for row in written.collect()) == sorted((n % 7, n) for n in range(300))
     assert job.dataframe("out").count() == 300
     assert job.metrics()["rows"]["emitted"] == 300
+
+
+def test_files_sink_writes_on_the_executors_one_file_per_processor(spark: Any, tmp_path: Path) -> None:
+    from jetspark.processors import files, from_iterable
+
+    dag = DAG()
+    source = dag.new_vertex("source", from_iterable(range(200)))
+    sink = dag.new_vertex("written", files(str(tmp_path)), local_parallelism=2)
+    dag.edge(Edge.between(source, sink).distributed())
+    SparkRunner(spark).run(dag, JobConfig(member_count=2), timeout=120)
+    paths = sorted(p.name for p in tmp_path.iterdir())
+    assert paths == [f"written-{i:05d}.txt" for i in range(4)]
+    lines = [int(line) for p in tmp_path.iterdir() for line in p.read_text().splitlines()]
+    assert sorted(lines) == list(range(200))

@@ -100,3 +100,32 @@ def test_sinks_accept_watermarks(sink: Any) -> None:
     dag.edge(Edge.between(source, out))
     job = LocalRunner(1).run(dag, timeout=30)
     assert job.metrics()["sink"]["received"] == 30
+
+
+def test_files_writes_one_file_per_processor_with_every_item(setting: Any, tmp_path: Any) -> None:
+    items = [f"line {i}" for i in range(40)]
+    source_into(setting, P.files(str(tmp_path / "out")), items, lp=2)
+    written = sorted((tmp_path / "out").iterdir())
+    assert [p.name for p in written][:1] == ["sink-00000.txt"]
+    lines = [line for path in written for line in path.read_text().splitlines()]
+    assert sorted(lines) == sorted(items)
+
+
+def test_files_formats_items_and_runs_on_its_own_thread(single: Any, tmp_path: Any) -> None:
+    source_into(single, P.files(str(tmp_path), lambda kv: f"{kv[0]}={kv[1]}"), [("a", 1), ("b", 2)])
+    assert (tmp_path / "sink-00000.txt").read_text() == "a=1\nb=2\n"
+    with pytest.raises(TypeError, match="format_item"):
+        P.files(str(tmp_path), "not callable")  # type: ignore[arg-type]
+
+
+def test_batches_hands_every_item_to_the_function_with_the_context(setting: Any) -> None:
+    seen: list[tuple[str, int, list[Any]]] = []
+
+    def write(batch: list[Any], context: Any) -> None:
+        seen.append((context.vertex_name, context.global_processor_index, batch))
+
+    items = list(range(100))
+    source_into(setting, P.batches(write), items, lp=2)
+    assert sorted(item for _, _, batch in seen for item in batch) == items
+    assert {vertex for vertex, _, _ in seen} == {"sink"}
+    assert all(batch for _, _, batch in seen), "no empty batch is handed over"
