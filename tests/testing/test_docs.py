@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import re
 import unittest
 from pathlib import Path
 from typing import Any
@@ -11,16 +10,15 @@ from typing import Any
 import pytest
 
 from jetspark.runners.local import LocalRunner
+from tests.docs_blocks import run_python_blocks
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "testing.md"
 
 
 @pytest.fixture(scope="module")
 def namespace() -> dict[str, Any]:
-    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(), flags=re.S)
-    assert len(blocks) >= 5
     names: dict[str, Any] = {"__name__": "docs_testing"}
-    exec(compile("\n".join(blocks), str(DOC), "exec"), names)
+    assert len(run_python_blocks(DOC, names)) >= 5
     return names
 
 
