@@ -86,9 +86,16 @@ class LocalJob(JobHandle):
         if not self.config.snapshots_enabled:
             raise ValueError(f"job {self.name!r}: suspend needs a processing guarantee other than NONE")
         with self._lock:
+            if self.status is not JobStatus.RUNNING:
+                raise ValueError(f"job {self.name!r} is {self.status.value}; only a running job can be suspended")
             self._requested = (True, None)
         if not self._finished.wait(timeout):
             raise JobTimeoutError(f"job {self.name!r} did not suspend within {timeout} s")
+        if self.status is not JobStatus.SUSPENDED:
+            raise ValueError(
+                f"job {self.name!r} ended ({self.status.value}) before it could be suspended; "
+                "there is nothing to resume"
+            )
 
     def resume(self, member_count: int | None = None) -> LocalJob:
         """Continue a suspended job from its terminal snapshot, optionally on another member count.

@@ -129,3 +129,18 @@ def test_flat_map_output_held_back_by_a_full_queue_is_not_lost_at_a_snapshot() -
     result = Counter(job.result("sink"))
     assert len(result) == count * fan
     assert max(result.values()) == 1
+
+
+def test_suspend_refuses_a_job_that_already_ended() -> None:
+    """A finished job cannot be suspended: the error says so at once, not later from resume()."""
+    from jetspark import processors as P
+    from jetspark.core import DAG, Edge, JobConfig, ProcessingGuarantee
+
+    dag = DAG()
+    source = dag.new_vertex("source", P.from_iterable(range(10)))
+    sink = dag.new_vertex("sink", P.collect())
+    dag.edge(Edge.between(source, sink))
+    job = LocalRunner().run(dag, JobConfig(processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE))
+    with pytest.raises(ValueError, match="only a running job can be suspended"):
+        job.suspend()
+    assert job.status is JobStatus.COMPLETED
