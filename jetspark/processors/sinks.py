@@ -3,8 +3,9 @@ and the sinks that write where they run (on a Spark executor, on its own machine
 `batches` (any external system, such as a database, through a function of yours).
 
 Sinks take whole inboxes at a time (one `drain_to` per call), accept watermarks without emitting
-anything, and keep no state, so they need no snapshot. `collect` is not transactional: after a
-restart from a snapshot (not after suspend/resume) it may have received some items twice.
+anything, and save no snapshot entries. None of them is transactional: after suspend/resume their
+output is exact (the terminal snapshot's barrier always aligns), but after a restart from a periodic
+snapshot the items they received after that snapshot reach them again (at-least-once).
 """
 
 from __future__ import annotations
@@ -78,12 +79,19 @@ class _NoopP(_SinkP):
 
 
 class _FilesP(_SinkP):
-    """Appends `format(item)` lines to a file of its own; non-cooperative, as file I/O blocks."""
+    """Writes `format(item)` lines to a file of its own; non-cooperative, as file I/O blocks.
+
+    The file is opened on first use, not in `init_processor`: only then is it known whether the
+    processor was restored from a snapshot (`finish_snapshot_restore` is called on every processor
+    of a restored job, even one that received no entries). A restored processor appends to what
+    the job wrote before the snapshot; a fresh one replaces the file.
+    """
 
     def __init__(self, directory: str, format_item: Callable[[Any], str]) -> None:
         self._directory = directory
         self._format = format_item
         self._file: IO[str] | None = None
+        self._restored = False
 
     def is_cooperative(self) -> bool:
         return False
@@ -92,18 +100,31 @@ class _FilesP(_SinkP):
         os.makedirs(self._directory, exist_ok=True)
         name = f"{context.vertex_name}-{context.global_processor_index:05d}.txt"
         self.path = os.path.join(self._directory, name)
-        self._file = open(self.path, "w", encoding="utf-8")  # noqa: SIM115 (closed in close())
+
+    def finish_snapshot_restore(self) -> bool:
+        self._restored = True
+        return True
+
+    def _opened(self) -> IO[str]:
+        if self._file is None:
+            mode = "a" if self._restored else "w"
+            self._file = open(self.path, mode, encoding="utf-8")  # noqa: SIM115 (closed in close())
+        return self._file
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
-        assert self._file is not None
+        file = self._opened()
         batch: list[Any] = []
         inbox.drain_to(batch)
         fmt = self._format
-        self._file.write("".join(fmt(item) + "\n" for item in batch))
+        file.write("".join(fmt(item) + "\n" for item in batch))
+
+    def save_to_snapshot(self) -> bool:
+        """Flush, so that every line the snapshot accounts for is in the file (not in a buffer)."""
+        self._opened().flush()
+        return True
 
     def complete(self) -> bool:
-        if self._file is not None:
-            self._file.flush()
+        self._opened().flush()
         return True
 
     def close(self) -> None:
@@ -131,8 +152,16 @@ def files(directory: str, format_item: Callable[[Any], str] = str) -> ProcessorS
     """Write each item as a line `format_item(item)` to `<directory>/<vertex>-<global index>.txt`.
 
     Each processor writes its own file where it runs (on Spark: on the executor's file system, so
-    give a shared or local path accordingly); the directory is created if missing and an existing
-    file of the same name is replaced. Not transactional: a restarted job writes its files anew.
+    give a shared or local path accordingly); the directory is created if missing. A processor of
+    a fresh job replaces an existing file of the same name; a processor restored from a snapshot
+    appends to it. A job resumed with another parallelism has other global indexes, so it writes
+    more files (or fewer): the output is the union of the directory's `<vertex>-*.txt` files, and
+    a new job should start in an empty directory (a restored processor would append to a stale
+    file of an earlier job). A snapshot flushes the file first (to the operating system; no fsync).
+
+    Not transactional. After `suspend()`/`resume()` the files hold every item exactly once; after
+    a restart from a periodic snapshot (a processor raised `RestartableError`), the items written
+    after that snapshot are written again: at-least-once.
     """
     if not callable(format_item):
         raise TypeError(f"files(): format_item must be callable, got {format_item!r}")

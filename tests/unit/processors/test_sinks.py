@@ -1,19 +1,24 @@
-"""collect, logger and noop: what reaches the runner, the log, or nowhere."""
+"""collect, logger, noop, files and batches: what reaches the runner, the log, a file or nowhere."""
 
 from __future__ import annotations
 
 import logging
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from jetspark import processors as P
-from jetspark.core import DAG, Edge, JobConfig
+from jetspark.core import DAG, Edge, JobConfig, ProcessingGuarantee, RestartableError
 from jetspark.core.context import RESULTS_ATTRIBUTE
 from jetspark.engine.inbox import ListInbox
 from jetspark.engine.outbox import OutboxImpl
 from jetspark.planning.plan import build_plan
-from jetspark.runners.local import LocalRunner
+from jetspark.runners.job import JobStatus
+from jetspark.runners.local import LocalJob, LocalRunner
 
 
 def source_into(setting: Any, sink_supplier: Any, items: list[Any], lp: int = -1) -> Any:
@@ -129,3 +134,106 @@ def test_batches_hands_every_item_to_the_function_with_the_context(setting: Any)
     assert sorted(item for _, _, batch in seen for item in batch) == items
     assert {vertex for vertex, _, _ in seen} == {"sink"}
     assert all(batch for _, _, batch in seen), "no empty batch is handed over"
+
+
+# ---- files() across snapshots ------------------------------------------------------------------
+
+STREAM_COUNT = 3000
+STREAM_RATE = 4000  # items per second for the whole source vertex: the job streams for about 0.75 s
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.002)
+
+
+def stream_into_files(directory: Path, step: Callable[[int], int] | None = None) -> DAG:
+    """generator_stream -> (map step) -> files, two processors per vertex."""
+    dag = DAG()
+    upstream = dag.new_vertex(
+        "source", P.generator_stream(count=STREAM_COUNT, items_per_second=STREAM_RATE), 2
+    )
+    if step is not None:
+        mapped = dag.new_vertex("step", P.map(step), 2)
+        dag.edge(Edge.between(upstream, mapped))
+        upstream = mapped
+    dag.edge(Edge.between(upstream, dag.new_vertex("sink", P.files(str(directory)), 2)))
+    return dag
+
+
+def lines_in(directory: Path) -> Counter[int]:
+    """How often each item was written, over the union of the sink's files."""
+    return Counter(
+        int(line) for path in directory.glob("sink-*.txt") for line in path.read_text().splitlines()
+    )
+
+
+def exactly_once(snapshot_interval_millis: int = 15) -> JobConfig:
+    return JobConfig(
+        processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE,
+        snapshot_interval_millis=snapshot_interval_millis,
+    )
+
+
+def emitted(job: LocalJob) -> int:
+    return job.metrics().get("source", {}).get("emitted", 0)
+
+
+@pytest.mark.parametrize("resume_members", [None, 2])
+def test_files_after_suspend_and_resume_hold_every_item_exactly_once(
+    tmp_path: Path, resume_members: int | None
+) -> None:
+    """A resumed processor appends: what was written before the suspension stays, nothing repeats."""
+    out = tmp_path / "out"
+    job = LocalRunner(1).submit(stream_into_files(out), exactly_once())
+    wait_until(lambda: emitted(job) >= STREAM_COUNT // 4)
+    job.suspend()
+    assert job.status is JobStatus.SUSPENDED, job.error
+    assert emitted(job) < STREAM_COUNT, "the source had finished before the suspension"
+    assert sum(lines_in(out).values()) > 0, "the files hold the items written before the suspension"
+    job.resume(member_count=resume_members).join(60)
+    if resume_members == 2:
+        assert len(list(out.glob("sink-*.txt"))) == 4, "two members of two processors: four files"
+    assert lines_in(out) == Counter(range(STREAM_COUNT))
+
+
+def test_files_after_a_restart_from_a_snapshot_lose_nothing(tmp_path: Path) -> None:
+    """A restart replays what followed the last snapshot: every item at least once, none lost."""
+    state: dict[str, Any] = {"failed": False}
+
+    def fail_once(x: int) -> int:
+        job = state.get("job")
+        if not state["failed"] and x >= STREAM_COUNT // 2 and job is not None and job.snapshot_count >= 2:
+            state["failed"] = True
+            raise RestartableError(f"injected failure at item {x}")
+        return x
+
+    out = tmp_path / "out"
+    job = LocalRunner(1).submit(stream_into_files(out, fail_once), exactly_once())
+    state["job"] = job
+    job.join(60)
+    assert state["failed"], "the failure was injected"
+    assert set(lines_in(out)) == set(range(STREAM_COUNT))
+
+
+def test_files_of_a_fresh_job_replace_stale_files(tmp_path: Path) -> None:
+    (tmp_path / "sink-00000.txt").write_text("stale\n")
+    LocalRunner(1).run(stream_into_files(tmp_path), exactly_once(), timeout=60)
+    assert lines_in(tmp_path) == Counter(range(STREAM_COUNT))
+
+
+def test_files_flushes_at_every_snapshot(tmp_path: Path) -> None:
+    """Once a snapshot was taken, the items it accounts for are in the file, not in a buffer."""
+    out = tmp_path / "out"
+    job = LocalRunner(1).submit(stream_into_files(out), exactly_once(snapshot_interval_millis=10))
+    try:
+        wait_until(lambda: emitted(job) >= 100)
+        later = job.snapshot_count + 2  # snapshots whose barriers follow those 100 items
+        wait_until(lambda: job.snapshot_count >= later or job.status is not JobStatus.RUNNING)
+        assert job.status is JobStatus.RUNNING, "the job ended before the snapshots were taken"
+        assert sum(lines_in(out).values()) >= 100
+    finally:
+        job.cancel()
