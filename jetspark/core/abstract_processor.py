@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -109,10 +110,13 @@ class AbstractProcessor(Processor):
         A rejected item is kept and emitted first on the next call with the same traverser.
         """
         pending = self._pending_traverser_item.get(id(traverser), _NO_ITEM)
-        offer = self.outbox.offer_to
+        outbox = self.outbox
+        offer: Callable[[Any], bool] = (
+            outbox.offer if ordinal == -1 else functools.partial(outbox.offer_to, ordinal)
+        )
         item = pending if pending is not _NO_ITEM else traverser.next()
         while item is not None:
-            if not offer(ordinal, item):
+            if not offer(item):
                 self._pending_traverser_item[id(traverser)] = item
                 return False
             item = traverser.next()

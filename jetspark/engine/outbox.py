@@ -15,11 +15,9 @@ allows it (from `save_to_snapshot` and `snapshot_commit_prepare`).
 
 from __future__ import annotations
 
-import operator
 import pickle
 import reprlib
 from collections.abc import Callable, Sequence
-from itertools import repeat
 from typing import Any
 
 from jetspark.core.errors import ProcessorContractError
@@ -28,6 +26,7 @@ from jetspark.core.watermark import IDLE_TIMESTAMP, Watermark
 from jetspark.engine.routing import OutboundCollector
 
 _NOTHING: Any = object()
+_NONE_TYPE = type(None)
 DEFAULT_BATCH_SIZE = 1024
 SnapshotSink = Callable[[list[tuple[Any, bytes]]], None]
 
@@ -109,13 +108,28 @@ class OutboxImpl(Outbox):
             self._check_reoffer(None, items)
         if len(items) > self.room(ordinal):
             return False
-        if any(map(operator.is_, items, repeat(None))):  # identity only, and at C speed
-            raise ProcessorContractError(f"{self.owner}: offer_batch() got None among its items")
+        kinds = set(map(type, items))  # C speed, and no __eq__ of the items is called
+        if _NONE_TYPE in kinds or Watermark in kinds:
+            raise ProcessorContractError(
+                f"{self.owner}: offer_batch() got {'None' if _NONE_TYPE in kinds else 'a Watermark'} among its "
+                "items; items must not be None, and watermarks go through offer()"
+            )
         for one in self._all_ordinals if ordinal == -1 else (ordinal,):
             self.buffers[one].extend(items)
         return True
 
     def offer_to(self, ordinal: int | Sequence[int], item: Any) -> bool:
+        if (  # the common case, one valid ordinal and a plain item, costs what offer() costs
+            isinstance(ordinal, int)
+            and 0 <= ordinal < len(self.buffers)
+            and not self._slow
+            and item is not None
+            and item.__class__ is not Watermark
+        ):
+            buffer = self.buffers[ordinal]
+            if len(buffer) < self.batch_size:
+                buffer.append(item)
+                return True
         if isinstance(ordinal, int):
             if ordinal == -1:
                 ordinals = self._all_ordinals
@@ -238,10 +252,12 @@ class OutboxImpl(Outbox):
         self._slow = True
 
     def _clear_unfinished(self) -> None:
-        self._unfinished_item = _NOTHING
-        self._unfinished_ordinals = ()
-        self._accepted = set()
-        self._update_slow()
+        if self._unfinished_item is not _NOTHING:
+            self._unfinished_item = _NOTHING
+            self._unfinished_ordinals = ()
+            self._update_slow()
+        if self._accepted:
+            self._accepted.clear()
 
     def _offer_to_ordinals(self, ordinals: tuple[int, ...], item: Any) -> bool:
         if self._blocked and self._unfinished_item is _NOTHING:

@@ -197,6 +197,29 @@ def resolve_local_parallelism(vertex: Vertex, config: JobConfig) -> int:
     return config.default_local_parallelism
 
 
+def snapshot_blocking_vertices(dag: DAG) -> set[str]:
+    """Vertices whose processors must all be done before a snapshot can start.
+
+    A vertex with inbound edges of different priorities drains the lower-priority edges to the end
+    before it reads any item (or barrier) of the others, so a barrier cannot pass it while those
+    edges are live. Snapshots therefore wait until every vertex upstream of such an edge has
+    finished (as in Jet): those vertices, transitively, are returned.
+    """
+    blocking: set[str] = set()
+    for vertex in dag.topological_order():
+        inbound = dag.inbound_edges(vertex.name)
+        if len({e.priority for e in inbound}) < 2:
+            continue
+        top = max(e.priority for e in inbound)
+        pending = [e.source for e in inbound if e.priority < top]
+        while pending:
+            upstream = pending.pop()
+            if upstream.name not in blocking:
+                blocking.add(upstream.name)
+                pending.extend(e.source for e in dag.inbound_edges(upstream.name))
+    return blocking
+
+
 def build_plan(
     dag: DAG,
     config: JobConfig,

@@ -12,6 +12,7 @@ import logging
 import threading
 import time
 import uuid
+from collections import deque
 from typing import Any
 
 from jetspark.core.config import JobConfig
@@ -22,7 +23,7 @@ from jetspark.engine.execution import Execution
 from jetspark.engine.outbox import DEFAULT_BATCH_SIZE
 from jetspark.engine.snapshot import Snapshot, SnapshotContext, SnapshotData
 from jetspark.engine.tasklet import ProcessorTasklet
-from jetspark.planning.plan import build_plan
+from jetspark.planning.plan import build_plan, snapshot_blocking_vertices
 from jetspark.runners.job import JobHandle, JobStatus
 from jetspark.runners.results import RESULTS_ATTRIBUTE, ResultCollector
 from jetspark.runners.wiring import ProcessorKey, wire
@@ -55,8 +56,10 @@ class LocalJob(JobHandle):
         self._execution: Execution | None = None
         self._snapshot_context: SnapshotContext | None = None
         self._tasklets: list[ProcessorTasklet] = []
+        self._snapshot_blockers: list[ProcessorTasklet] = []
         self._metrics_base: dict[str, dict[str, int]] = {}
-        self._requested: tuple[bool, str | None] | None = None  # (terminal, export name)
+        #: Snapshots asked for by suspend() / export_snapshot(), oldest first: (terminal, export name).
+        self._requests: deque[tuple[bool, str | None]] = deque()
         self._next_snapshot_at = 0.0
         self._exported: dict[str, Snapshot] = snapshot_registry if snapshot_registry is not None else {}
         self._thread: threading.Thread | None = None
@@ -88,14 +91,19 @@ class LocalJob(JobHandle):
         with self._lock:
             if self.status is not JobStatus.RUNNING:
                 raise ValueError(f"job {self.name!r} is {self.status.value}; only a running job can be suspended")
-            self._requested = (True, None)
+            self._requests.append((True, None))
         if not self._finished.wait(timeout):
             raise JobTimeoutError(f"job {self.name!r} did not suspend within {timeout} s")
-        if self.status is not JobStatus.SUSPENDED:
+        ended: JobStatus = self._current_status()
+        if ended is not JobStatus.SUSPENDED:
             raise ValueError(
-                f"job {self.name!r} ended ({self.status.value}) before it could be suspended; "
+                f"job {self.name!r} ended ({ended.value}) before it could be suspended; "
                 "there is nothing to resume"
             )
+
+    def _current_status(self) -> JobStatus:
+        """The status now (a method, so that type checkers do not carry over an earlier check)."""
+        return self.status
 
     def resume(self, member_count: int | None = None) -> LocalJob:
         """Continue a suspended job from its terminal snapshot, optionally on another member count.
@@ -113,7 +121,7 @@ class LocalJob(JobHandle):
     def export_snapshot(self, name: str, timeout: float = 60) -> Snapshot:
         """Take a named snapshot now, without prepare/commit; the job goes on."""
         with self._lock:
-            self._requested = (False, name)
+            self._requests.append((False, name))
         deadline = time.monotonic() + timeout
         while name not in self._exported:
             if self._finished.is_set() or time.monotonic() > deadline:
@@ -194,6 +202,8 @@ class LocalJob(JobHandle):
                 {RESULTS_ATTRIBUTE: self._results},
                 self.batch_size,
             )
+            blocking = snapshot_blocking_vertices(self.dag)
+            self._snapshot_blockers = [t for t in self._tasklets if t.context.vertex_name in blocking]
             self._next_snapshot_at = time.monotonic() + self.config.snapshot_interval_millis / 1000
             with self._lock:
                 if self.status is JobStatus.CANCELLED:
@@ -217,8 +227,12 @@ class LocalJob(JobHandle):
         context = self._snapshot_context
         if context is None or context.in_progress or context.terminal:
             return
+        if self._snapshot_blockers:  # snapshots wait until the lower-priority inputs are done
+            self._snapshot_blockers = [t for t in self._snapshot_blockers if not t.is_done]
+            if self._snapshot_blockers:
+                return
         with self._lock:
-            requested, self._requested = self._requested, None
+            requested = self._requests.popleft() if self._requests else None
         if requested is not None:
             terminal, export_name = requested
             self._export_name = export_name

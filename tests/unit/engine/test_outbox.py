@@ -399,3 +399,22 @@ def test_forbidden_offers_on_the_one_ordinal_fast_path() -> None:
     outbox.forbid_offers("snapshot_commit_finish")
     with pytest.raises(ProcessorContractError, match="must not emit"):
         outbox.offer(1)
+
+
+def test_offer_batch_refuses_a_watermark_among_items() -> None:
+    """A watermark must go through offer(): in a batch it would travel as data, skipping coalescing."""
+    outbox, queues = outbox_to([10])
+    with pytest.raises(ProcessorContractError, match="Watermark"):
+        outbox.offer_batch([1, Watermark(5), 2])
+    outbox.flush()
+    assert all(len(q) == 0 for q in queues), "nothing of a refused batch goes out"
+
+
+def test_offer_to_one_ordinal_fills_only_that_bucket_and_then_refuses() -> None:
+    outbox, _ = outbox_to([10, 10], batch_size=2)
+    assert outbox.offer_to(1, "a") and outbox.offer_to(1, "b")
+    assert not outbox.offer_to(1, "c")
+    assert outbox.has_unfinished_item()
+    with pytest.raises(ProcessorContractError):
+        outbox.offer_to(0, "other")  # the rejected item must be offered again first
+    assert outbox.buffers == [[], ["a", "b"]]
