@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+import uuid
 from typing import Any
 
 from jetspark.core.abstract_processor import AbstractProcessor
@@ -100,6 +101,46 @@ class Endless(AbstractProcessor):
         return False
 
 
+def append_line(path: str, line: str) -> None:
+    """Append one line to a file: how processors in Spark's Python workers report to the test."""
+    with open(path, "a", encoding="utf-8") as file:
+        file.write(line + "\n")
+
+
+class Closing(AbstractProcessor):
+    """Passes items on; writes `made <id>` to `path` when created and `closed <id>` on close().
+
+    `cooperative=None` makes is_cooperative() raise, which fails the wiring of the stage.
+    """
+
+    def __init__(self, path: str, cooperative: bool | None = True) -> None:
+        self.path = path
+        self.cooperative = cooperative
+        self.id = uuid.uuid4().hex
+        append_line(path, f"made {self.id}")
+
+    def is_cooperative(self) -> bool:
+        if self.cooperative is None:
+            raise RuntimeError("is_cooperative is broken")
+        return self.cooperative
+
+    def try_process_item(self, ordinal: int, item: Any) -> bool:
+        return self.try_emit(item)
+
+    def close(self) -> None:
+        append_line(self.path, f"closed {self.id}")
+
+
+def made_and_closed(path: str) -> tuple[list[str], list[str]]:
+    """The ids of the processors `Closing` made, and of every close() call (repeats kept)."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            lines = [line.split() for line in file.read().splitlines()]
+    except FileNotFoundError:
+        return [], []
+    return [i for what, i in lines if what == "made"], [i for what, i in lines if what == "closed"]
+
+
 def key_of(item: tuple[str, int]) -> int:
     return item[1] % 17
 
@@ -173,6 +214,23 @@ def endless() -> DAG:
     source = dag.new_vertex("source", Endless)
     sink = dag.new_vertex("sink", collect())
     dag.edge(Edge.between(source, sink).distributed())
+    return dag
+
+
+def broken_supplier() -> Any:
+    raise RuntimeError("no processors for you")
+
+
+def setup_fails(path: str, where: str) -> DAG:
+    """a -> b over a local edge (one stage) with `Closing` processors; `where` breaks the setup:
+    "supplier" (b's supplier raises) or "wiring" (b's is_cooperative() raises)."""
+    dag = DAG()
+    a = dag.new_vertex("a", lambda: Closing(path), local_parallelism=2)
+    if where == "supplier":
+        b = dag.new_vertex("b", broken_supplier)
+    else:
+        b = dag.new_vertex("b", lambda: Closing(path, cooperative=None))
+    dag.edge(Edge.between(a, b))
     return dag
 
 

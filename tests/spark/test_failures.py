@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,7 +14,7 @@ from jetspark.core.dag import DAG
 from jetspark.core.edge import Edge
 from jetspark.core.errors import DagValidationError, JobCancelledError, JobFailedError
 from jetspark.core.partitioner import default_partitioner
-from jetspark.runners.local import JobStatus
+from jetspark.runners.job import JobStatus
 from jetspark.runners.spark import SparkRunner
 from tests.spark import dags
 
@@ -78,4 +79,21 @@ def test_cancel_stops_the_spark_job(spark: Any) -> None:
     with pytest.raises(JobCancelledError):
         job.join(60)
     assert job.status is JobStatus.CANCELLED
+    assert active_jobs(spark) == []
+
+
+def test_a_failing_supplier_closes_the_stage_processors_made_before_it(spark: Any, tmp_path: Path) -> None:
+    """a -> b in one stage; b's supplier raises after a's processors were made. Processors never
+    run, yet close() is due: each of a's must be closed once, in the Spark task."""
+    path = str(tmp_path / "lifecycle")
+    job = SparkRunner(spark).submit(dags.setup_fails(path, "supplier"), JobConfig(member_count=1))
+    with pytest.raises(JobFailedError) as raised:
+        job.join(120)
+    assert raised.value.vertex == "b"
+    assert str(raised.value).startswith(
+        "vertex 'b': its supplier failed on member 0: RuntimeError: no processors for you"
+    )
+    made, closed = dags.made_and_closed(path)
+    assert len(made) == 2, "a has two processors on its one member"
+    assert sorted(closed) == sorted(made)
     assert active_jobs(spark) == []

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pickle
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from jetspark.core.dag import DAG
 from jetspark.planning.plan import build_plan
 from jetspark.planning.stages import build_stages
 from jetspark.runners.local import LocalRunner
+from jetspark.runners.spark.failures import TaskFailure, decode_failure
 from jetspark.runners.spark.task import DRIVER, RESULT, TaskSpec, dumps, run_stage_task, slim_plan
 from tests.e2e.shapes import SHAPES, normalized
 from tests.spark import dags
@@ -73,3 +75,17 @@ def test_order_sensitive_dags_by_hand_match_the_local_runner(shape: Any) -> None
         for index in {i for _, _, i in by_hand}:
             ordinals = [o for o, _, i in by_hand if i == index]
             assert ordinals == sorted(ordinals, reverse=True)
+
+
+@pytest.mark.parametrize("where", ["supplier", "wiring"])
+def test_a_failed_setup_closes_every_processor_made_once(where: str, tmp_path: Path) -> None:
+    """b's supplier or b's is_cooperative() fails before anything runs: the task still closes
+    every processor it made, once, and names the vertex."""
+    path = str(tmp_path / "lifecycle")
+    with pytest.raises(TaskFailure) as raised:
+        run_by_hand(dags.setup_fails(path, where), members=1, seed=0)
+    decoded = decode_failure(raised.value)
+    assert decoded is not None and decoded.vertex == "b"
+    made, closed = dags.made_and_closed(path)
+    assert len(made) == (2 if where == "supplier" else 3)
+    assert sorted(closed) == sorted(made)

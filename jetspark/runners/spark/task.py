@@ -255,13 +255,14 @@ def run_stage_task(
         inputs[vertex] = SourceInput(chain.from_iterable(pickle.loads(p) for _, p in payloads))
 
     processors: dict[ProcessorKey, Processor] = {}
+    execution: Execution | None = None
     error: BaseException | None = None
     try:
         for vertex in stage.vertices:
             try:
                 made = plan.create_processors(vertex, member)
             except Exception as cause:
-                message = f"vertex {vertex!r}: making its processors on member {member} failed"
+                message = f"vertex {vertex!r}: its supplier failed on member {member}"
                 raise _failed(message, vertex, cause) from cause
             for index, processor in enumerate(made):
                 processors[(vertex, member, index)] = processor
@@ -289,7 +290,7 @@ def run_stage_task(
                 f"stage {stage_index} member {member}: records for no consumer: {sorted(inbound)}"
             )
         execution = Execution(tasklets)
-        execution.run()
+        execution.run()  # closes every tasklet's processor
         error = execution.error
         if error is not None:
             raise error
@@ -310,6 +311,9 @@ def run_stage_task(
         error = failure
         raise encode_failure(failure, None, None) from failure
     finally:
+        if execution is None:  # setup failed: no tasklet closes what was created, so close it here
+            for key, processor in processors.items():
+                _close_quietly(processor, key)
         _close_suppliers(plan, stage.vertices, member, error)
     return iter(output)
 
@@ -320,6 +324,15 @@ def _capture_queues(tasklets: Iterable[Any]) -> Iterator[CaptureQueue]:
             for queue in collector.queues:
                 if isinstance(queue, CaptureQueue):
                     yield queue
+
+
+def _close_quietly(processor: Processor, key: ProcessorKey) -> None:
+    """Close a processor that never ran in an Execution (close() is due even without init());
+    an error is logged, never raised, so it cannot hide the failure that stopped the setup."""
+    try:
+        processor.close()
+    except Exception:
+        _log.exception("vertex %r processor %s: close() failed; the error is ignored", key[0], key[1:])
 
 
 def _failed(message: str, vertex: str | None, cause: BaseException) -> JobFailedError:
