@@ -2,13 +2,25 @@
 
 Python's `hash()` is salted per process, so it can never decide where a key goes. A key is first
 turned into canonical bytes (`key_bytes`), then hashed with CRC-32 and reduced modulo the partition
-count. The canonical form covers str, bytes, int, float, bool, None and tuples of them; any other key
-falls back to pickle protocol 4, which is stable for a given class definition.
+count. The canonical form covers str, bytes, int, float, bool, None, and tuples and frozensets of
+them; equal keys of these types get equal bytes (2 and 2.0, True and 1 too). A frozenset's
+elements are encoded and sorted, since its iteration order follows the salted hashes.
+
+An unhashable key (list, set, dict, bytearray, ...) raises TypeError: it could not be a dict key,
+so no grouping could use it. Any other key falls back to pickle protocol 4, which is stable across
+processes only when the object's pickle is: its class must be importable under the same name
+everywhere, and nothing in its pickled state may be iterated in hash order. A set, frozenset or
+dict *inside* such an object (a dataclass or a namedtuple holding a frozenset) is pickled in the
+order of its salted hashes, so the key's partition differs between processes: make such a key a
+tuple or a frozenset of canonical values first. Pickled keys are also told apart by type, so a
+subclass of another canonical type (a namedtuple, an `IntEnum`) does not share a partition with the
+equal plain value.
 """
 
 from __future__ import annotations
 
 import pickle
+import reprlib
 import struct
 import zlib
 from typing import Any, Protocol
@@ -17,7 +29,10 @@ DEFAULT_PARTITION_COUNT = 271
 
 
 def key_bytes(key: Any) -> bytes:
-    """Canonical bytes of a key: equal keys of the supported types give equal bytes everywhere."""
+    """Canonical bytes of a key: equal keys of the supported types give equal bytes everywhere.
+
+    Raises TypeError for an unhashable key; see the module docstring for keys that are pickled.
+    """
     cls = key.__class__
     if cls is str:
         text: str = key
@@ -38,6 +53,14 @@ def key_bytes(key: Any) -> bytes:
         if key.is_integer():
             return b"i" + str(int(key)).encode()  # 2.0 == 2, so they must share a partition
         return b"f" + struct.pack(">d", key)
+    if isinstance(key, frozenset):  # iteration order follows the salted hashes: sort the encodings
+        parts = sorted(key_bytes(part) for part in key)
+        return b"F" + b"".join(struct.pack(">I", len(p)) + p for p in parts)
+    if cls.__hash__ is None:
+        raise TypeError(
+            f"partitioning key {reprlib.repr(key)} is of the unhashable type {cls.__qualname__}: a key "
+            "must be hashable, as a dict key (use a tuple for a list, a frozenset for a set)"
+        )
     return b"p" + pickle.dumps(key, protocol=4)
 
 

@@ -17,7 +17,11 @@ scalar_keys = st.one_of(
     st.booleans(),
     st.none(),
 )
-keys = st.recursive(scalar_keys, lambda children: st.lists(children, max_size=4).map(tuple), max_leaves=12)
+keys = st.recursive(
+    scalar_keys,
+    lambda children: st.lists(children, max_size=4).map(tuple) | st.frozensets(children, max_size=4),
+    max_leaves=12,
+)
 partition_counts = st.integers(min_value=1, max_value=10_000)
 
 
@@ -50,15 +54,35 @@ def test_int_and_float_of_equal_value_share_a_partition(n: int, count: int) -> N
 
 @given(keys, keys)
 def test_unequal_canonical_keys_have_unequal_bytes(a: Any, b: Any) -> None:
-    # key_bytes is injective on canonical keys, up to int/float equality (2 == 2.0 share bytes).
+    # key_bytes is injective on canonical keys, up to numeric equality (2 and 2.0, 1 and True share bytes).
     if key_bytes(a) == key_bytes(b):
         assert normalize(a) == normalize(b)
+
+
+@given(st.frozensets(st.integers() | st.text(), max_size=30), st.randoms(use_true_random=False))
+def test_a_frozenset_built_in_any_order_has_the_same_bytes(elements: frozenset[Any], rng: Any) -> None:
+    # Insertion order changes a set's slot layout (its iteration order) but not its value.
+    shuffled = list(elements)
+    rng.shuffle(shuffled)
+    assert key_bytes(frozenset(shuffled)) == key_bytes(elements)
+    assert key_bytes(frozenset(shuffled)) == key_bytes(pickle.loads(pickle.dumps(elements)))
+
+
+@given(st.frozensets(st.integers() | st.text(), max_size=30))
+def test_a_frozenset_is_encoded_by_its_sorted_elements(elements: frozenset[Any]) -> None:
+    # What makes the bytes independent of the process's hash seed: no iteration order survives.
+    parts = sorted(key_bytes(element) for element in elements)
+    assert key_bytes(elements) == b"F" + b"".join(len(p).to_bytes(4, "big") + p for p in parts)
 
 
 def normalize(key: Any) -> Any:
     if isinstance(key, tuple):
         return tuple(normalize(part) for part in key)
-    if isinstance(key, bool) or key is None:
+    if isinstance(key, frozenset):
+        return ("frozenset", frozenset(normalize(part) for part in key))
+    if isinstance(key, bool):
+        return ("number", int(key))  # True == 1: they share their bytes
+    if key is None:
         return (type(key).__name__, key)
     if isinstance(key, float) and key.is_integer():
         return ("number", int(key))

@@ -30,6 +30,11 @@ def partitions_in_subprocess(hash_seed: str) -> list[int]:
         f"keys = {SAMPLE_KEYS_SOURCE}\n"
         "print(json.dumps([default_partitioner(k, 271) for k in keys]))\n"
     )
+    return run_in_subprocess(script, hash_seed)
+
+
+def run_in_subprocess(script: str, hash_seed: str) -> list[int]:
+    """Run `script` in a fresh interpreter with PYTHONHASHSEED=hash_seed; its stdout as JSON."""
     env = {**os.environ, "PYTHONHASHSEED": hash_seed}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
     out = subprocess.run(
@@ -115,7 +120,57 @@ def test_lone_surrogates_are_encodable() -> None:
 def test_other_keys_fall_back_to_pickle_and_stay_deterministic() -> None:
     assert key_bytes(Fraction(1, 3)).startswith(b"p")
     assert key_bytes(Fraction(1, 3)) == key_bytes(Fraction(2, 6))
-    assert default_partitioner(frozenset({1}), 271) == default_partitioner(frozenset({1}), 271)
+
+
+# Frozensets iterate in the order of their elements' salted hashes, so their pickle differs between
+# processes; enough string elements that two hash seeds practically never agree on the order.
+FROZENSET_KEYS_SOURCE = """[
+    frozenset("abcd"), frozenset(str(i) for i in range(20)), frozenset(), frozenset({b"x", "x", 1, 2.5}),
+    frozenset({("a", 1), ("b", 2)}), ("k", frozenset("xyz")), frozenset({frozenset("ab"), frozenset("cd")}),
+]"""
+
+
+def frozenset_partitions_in_subprocess(hash_seed: str) -> list[int]:
+    script = (
+        "import json\n"
+        "from jetspark.core.partitioner import default_partitioner\n"
+        f"keys = {FROZENSET_KEYS_SOURCE}\n"
+        "print(json.dumps([default_partitioner(k, 271) for k in keys]))\n"
+    )
+    return run_in_subprocess(script, hash_seed)
+
+
+def test_frozenset_partitions_are_the_same_under_every_hash_seed() -> None:
+    here = [default_partitioner(key, 271) for key in eval(FROZENSET_KEYS_SOURCE)]
+    assert [frozenset_partitions_in_subprocess(seed) for seed in ("1", "2", "3")] == [here] * 3
+
+
+def test_frozenset_bytes_are_its_sorted_element_bytes() -> None:
+    assert key_bytes(frozenset()) == b"F"
+    assert key_bytes(frozenset({"b", "a"})) == b"F" + b"\x00\x00\x00\x02sa" + b"\x00\x00\x00\x02sb"
+
+
+def test_equal_frozensets_give_equal_bytes() -> None:
+    words = [f"w{i}" for i in range(200)]
+    built_forwards, built_backwards = frozenset(words), frozenset(reversed(words))
+    shrunk = set(words + [f"gone{i}" for i in range(500)])  # deletions leave another slot layout
+    shrunk.difference_update(f"gone{i}" for i in range(500))
+    assert key_bytes(built_forwards) == key_bytes(built_backwards) == key_bytes(frozenset(shrunk))
+    assert key_bytes(frozenset({True, 2.0})) == key_bytes(frozenset({1.0, 2}))
+
+
+def test_frozensets_are_told_apart_from_tuples_and_by_their_elements() -> None:
+    assert key_bytes(frozenset({"a"})) != key_bytes(("a",))
+    assert key_bytes(frozenset({"ab", "c"})) != key_bytes(frozenset({"a", "bc"}))
+    assert key_bytes(frozenset({frozenset({1})})) != key_bytes(frozenset({1}))
+
+
+@pytest.mark.parametrize(
+    ("key", "type_name"), [({"a", "b"}, "set"), ({"a": 1}, "dict"), ([1, 2], "list"), (("t", [1]), "list")]
+)
+def test_unhashable_keys_are_a_type_error_naming_the_type(key: object, type_name: str) -> None:
+    with pytest.raises(TypeError, match=f"unhashable type {type_name}: a key must be hashable"):
+        default_partitioner(key, 271)
 
 
 def test_bool_keys_share_the_partition_of_the_equal_int() -> None:
