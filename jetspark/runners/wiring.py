@@ -1,9 +1,10 @@
 """Turns an execution plan into connected tasklets: queues for edges, collectors, outboxes.
 
 Shared by the local runner (every member in one process) and the Spark runner (one member's
-stage in a task). `wire` connects every edge among the given processors with in-process queues;
-an edge whose other end is not among them is left to the caller through `external_outbound`
-and `external_inbound` hooks.
+stage in a task). `wire` connects each producer-consumer pair whose two processors are both given
+with an in-process queue, and asks the caller's `external_queues` hook (the Spark runner's shuffle
+boundary) for a pair with one end elsewhere. A pair left without a queue is an error on the
+producer's side and is left out on the consumer's side (see `wire`).
 """
 
 from __future__ import annotations
@@ -82,9 +83,12 @@ def wire(
 ) -> list[ProcessorTasklet]:
     """Connect `processors` with queues and return their tasklets in topological order.
 
-    `external_queues(edge, producer, consumer)` may supply the queue for a pair whose one end is
-    not in `processors` (the Spark runner's shuffle boundary); pairs it returns None for are
-    skipped.
+    `external_queues(edge, producer, consumer)` supplies the queue for a pair whose one end is
+    not in `processors` (the Spark runner's shuffle boundary). None is not a way to skip a pair on
+    the outbound side: every consumer of a present producer needs a queue, else AssertionError
+    ("edge ...: missing queue for producer ..."). On the inbound side a pair without a queue is
+    left out of the consumer's stream: the consumer neither receives from that producer nor waits
+    for its DONE.
     """
     aligned = plan.config.processing_guarantee is ProcessingGuarantee.EXACTLY_ONCE
     queues: dict[tuple[int, ProcessorId, ProcessorId], BoundedQueue] = {}
