@@ -7,14 +7,15 @@ them; equal keys of these types get equal bytes (2 and 2.0, True and 1 too). A f
 elements are encoded and sorted, since its iteration order follows the salted hashes.
 
 An unhashable key (list, set, dict, bytearray, ...) raises TypeError: it could not be a dict key,
-so no grouping could use it. Any other key falls back to pickle protocol 4, which is stable across
-processes only when the object's pickle is: its class must be importable under the same name
-everywhere, and nothing in its pickled state may be iterated in hash order. A set, frozenset or
-dict *inside* such an object (a dataclass or a namedtuple holding a frozenset) is pickled in the
-order of its salted hashes, so the key's partition differs between processes: make such a key a
-tuple or a frozenset of canonical values first. Pickled keys are also told apart by type, so a
-subclass of another canonical type (a namedtuple, an `IntEnum`) does not share a partition with the
-equal plain value.
+so no grouping could use it. Any other key falls back to pickle protocol 4. That is stable across
+processes only when the object's pickle does not depend on hash order: a set or frozenset inside
+it (a dataclass or a namedtuple holding a frozenset, say) is pickled in the order of its salted
+hashes, so such a key's partition can differ between processes; make it a tuple or a frozenset of
+canonical values first. Its class must also be importable under the same name everywhere. And
+equal keys share a partition only if they pickle to equal bytes: a dict inside pickles in its
+insertion order, a class with its own `__eq__` may pickle state that equality ignores, and a
+subclass of another canonical type (a namedtuple, an `IntEnum`) is told apart from the equal plain
+value.
 """
 
 from __future__ import annotations
