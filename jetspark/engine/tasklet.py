@@ -306,6 +306,8 @@ class ProcessorTasklet:
 
     def _aligned_barrier(self) -> SnapshotBarrier | None:
         """The barrier that has arrived on every inbound edge that is not done, if any."""
+        if not self.snapshot_context.phase1_in_progress:  # no snapshot, no barrier: skip the scan
+            return None
         barrier: SnapshotBarrier | None = None
         for stream in self.streams:
             if stream.barrier is not None:

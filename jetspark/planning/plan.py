@@ -100,16 +100,21 @@ class ExecutionPlan:
             return []
         supplier.init(self.supplier_context(vertex, member))
         processors = list(supplier.get(vp.local_parallelism))
+        problem = None
         if len(processors) != vp.local_parallelism:
-            raise DagValidationError(
-                f"vertex {vertex!r}: supplier returned {len(processors)} processors on member {member}, "
-                f"expected {vp.local_parallelism}"
-            )
-        for processor in processors:
-            if not isinstance(processor, Processor):
-                raise DagValidationError(
-                    f"vertex {vertex!r}: supplier returned {type(processor).__name__}, not a Processor"
-                )
+            problem = f"returned {len(processors)} processors on member {member}, expected {vp.local_parallelism}"
+        else:
+            wrong = [type(p).__name__ for p in processors if not isinstance(p, Processor)]
+            if wrong:
+                problem = f"returned {wrong[0]}, not a Processor"
+        if problem is not None:
+            for processor in processors:  # the seed: every processor made is closed, init or not
+                if isinstance(processor, Processor):
+                    try:
+                        processor.close()
+                    except Exception:
+                        self.logger.exception("vertex %r: close() failed; the error is ignored", vertex)
+            raise DagValidationError(f"vertex {vertex!r}: supplier {problem}")
         return processors
 
     def consumers_of(self, edge: Edge, producer: ProcessorId) -> EdgeTargets:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Callable, Iterable
+from itertools import chain
 from typing import Any
 
 from jetspark.core.config import ProcessingGuarantee
@@ -52,24 +53,45 @@ def make_collector(edge: Edge, targets: EdgeTargets, queues: list[BoundedQueue],
     return UnicastCollector(queues, start)
 
 
+def route_snapshot_entries(
+    data: SnapshotData, plan: ExecutionPlan, vertex: str
+) -> tuple[dict[int, list[tuple[Any, bytes]]], list[tuple[Any, bytes]]]:
+    """Split a vertex's snapshot entries once: keyed entries by the global index of the processor
+    that owns their key's partition under `plan`, and the `BroadcastKey` entries (for everyone)."""
+    lp = plan.vertices[vertex].local_parallelism
+    arrangement = plan.arrangement
+    count = arrangement.partition_count
+    keyed: dict[int, list[tuple[Any, bytes]]] = {}
+    broadcast: list[tuple[Any, bytes]] = []
+    for key, value in data.get(vertex, ()):
+        if isinstance(key, BroadcastKey):
+            broadcast.append((key, value))
+        else:
+            owner = arrangement.global_owner(default_partitioner(key, count), lp)
+            keyed.setdefault(owner, []).append((key, value))
+    return keyed, broadcast
+
+
 def restore_entries_for(
-    data: SnapshotData | None, plan: ExecutionPlan, vertex: str, member: int, local_index: int
+    data: SnapshotData | None,
+    plan: ExecutionPlan,
+    vertex: str,
+    member: int,
+    local_index: int,
+    routed: tuple[dict[int, list[tuple[Any, bytes]]], list[tuple[Any, bytes]]] | None = None,
 ) -> list[tuple[Any, Any]] | None:
     """The snapshot entries processor (vertex, member, local_index) restores, or None if not restoring.
 
-    A `BroadcastKey` entry goes to every processor; any other to the owner of its key's partition.
+    A `BroadcastKey` entry goes to every processor (each gets its own unpickled copy); any other to
+    the owner of its key's partition. Pass `routed` (from `route_snapshot_entries`) to route a
+    vertex's entries once for all its processors.
     """
     if data is None:
         return None
-    lp = plan.vertices[vertex].local_parallelism
-    me = member * lp + local_index
-    arrangement = plan.arrangement
-    count = arrangement.partition_count
-    entries = []
-    for key, value in data.get(vertex, ()):
-        if isinstance(key, BroadcastKey) or arrangement.global_owner(default_partitioner(key, count), lp) == me:
-            entries.append((key, pickle.loads(value)))
-    return entries
+    keyed, broadcast = routed if routed is not None else route_snapshot_entries(data, plan, vertex)
+    me = member * plan.vertices[vertex].local_parallelism + local_index
+    mine = keyed.get(me, [])
+    return [(key, pickle.loads(value)) for key, value in chain(mine, broadcast)]
 
 
 def wire(
@@ -115,6 +137,7 @@ def wire(
 
     del present
     tasklets: list[ProcessorTasklet] = []
+    routed_by_vertex: dict[str, tuple[dict[int, list[tuple[Any, bytes]]], list[tuple[Any, bytes]]]] = {}
     for vertex_name, vp in plan.vertices.items():
         for member, local_index in vp.processor_ids():
             key = (vertex_name, member, local_index)
@@ -138,7 +161,11 @@ def wire(
             name = f"vertex {vertex_name!r} processor #{context.global_processor_index}"
             snapshot_sink = _snapshot_sink(snapshot_context, vertex_name)
             outbox = OutboxImpl(collectors, name, batch_size, snapshot_sink)
-            restore = restore_entries_for(restore_data, plan, vertex_name, member, local_index)
+            if restore_data is not None and vertex_name not in routed_by_vertex:
+                routed_by_vertex[vertex_name] = route_snapshot_entries(restore_data, plan, vertex_name)
+            restore = restore_entries_for(
+                restore_data, plan, vertex_name, member, local_index, routed_by_vertex.get(vertex_name)
+            )
             try:
                 tasklet = ProcessorTasklet(processors[key], context, outbox, streams, snapshot_context, restore)
             except Exception as error:  # is_cooperative() raised

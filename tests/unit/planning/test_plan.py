@@ -208,3 +208,26 @@ def test_producers_of_is_the_inverse_of_consumers_of() -> None:
             for consumer in plan.vertex_plan("down").processor_ids():
                 expected = [p for p in producers if consumer in plan.consumers_of(edge, p).consumers]
                 assert plan.producers_of(edge, consumer) == expected, (routing, distributed, consumer)
+
+
+def test_processors_of_a_rejected_supplier_result_are_closed() -> None:
+    """The seed: close() is called for every processor made, even when init() never ran."""
+    from jetspark.core import DAG, AbstractProcessor, JobConfig, ProcessorSupplier
+    from jetspark.planning.plan import build_plan
+
+    closed: list[int] = []
+
+    class Closing(AbstractProcessor):
+        def close(self) -> None:
+            closed.append(id(self))
+
+    class TooMany(ProcessorSupplier):
+        def get(self, count: int) -> list[Closing]:
+            return [Closing() for _ in range(count + 1)]
+
+    dag = DAG()
+    dag.new_vertex("v", TooMany(), local_parallelism=2)
+    plan = build_plan(dag, JobConfig(), 1)
+    with pytest.raises(DagValidationError, match="vertex 'v': supplier returned 3 processors"):
+        plan.create_processors("v", 0)
+    assert len(closed) == 3
