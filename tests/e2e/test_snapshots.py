@@ -4,7 +4,6 @@ counts are exact, with nothing lost and nothing counted twice."""
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -14,17 +13,10 @@ import pytest
 from jetspark import processors as P
 from jetspark.core import DAG, Edge, JobConfig, ProcessingGuarantee, RestartableError
 from jetspark.runners.local import JobStatus, LocalJob, LocalRunner
+from tests.waiting import wait_until
 
 COUNT = 3000
 RATE = 4000  # items per second for the whole source vertex: the job streams for about 0.75 s
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.002)
 
 
 def config(guarantee: ProcessingGuarantee = ProcessingGuarantee.EXACTLY_ONCE) -> JobConfig:

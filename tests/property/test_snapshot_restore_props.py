@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import pickle
 import threading
-import time
 from collections import Counter
 from typing import Any
 
@@ -37,6 +36,7 @@ from jetspark.engine.snapshot import SnapshotData
 from jetspark.planning.plan import build_plan
 from jetspark.runners.local import JobStatus, LocalRunner
 from jetspark.runners.wiring import restore_entries_for
+from tests.waiting import wait_until
 
 
 class Noop(AbstractProcessor):
@@ -227,13 +227,6 @@ def counting_dag(run: Run, source_lp: int, count_lp: int, queue_size: int) -> DA
     )
     dag.edge(Edge.between(count, sink).with_queue_size(queue_size))
     return dag
-
-
-def wait_until(condition: Any, what: str, timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.001)
 
 
 @settings(max_examples=40, deadline=None)

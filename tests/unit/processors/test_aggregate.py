@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -13,6 +12,7 @@ import pytest
 from jetspark import processors as P
 from jetspark.core import DAG, Edge, JobConfig, ProcessingGuarantee
 from jetspark.runners.local import JobStatus, LocalRunner
+from tests.waiting import wait_until
 
 ITEMS = list(range(200))
 
@@ -185,14 +185,6 @@ def test_aggregate_of_no_items_emits_nothing(setting: Any) -> None:
 
 
 # ---- snapshots -------------------------------------------------------------------------------
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.002)
 
 
 @pytest.mark.parametrize(("members", "resume_members"), [(1, 1), (3, 1), (1, 3), (2, 3)])

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -19,6 +18,7 @@ from jetspark.engine.outbox import OutboxImpl
 from jetspark.planning.plan import build_plan
 from jetspark.runners.job import JobStatus
 from jetspark.runners.local import LocalJob, LocalRunner
+from tests.waiting import wait_until
 
 
 def source_into(setting: Any, sink_supplier: Any, items: list[Any], lp: int = -1) -> Any:
@@ -140,14 +140,6 @@ def test_batches_hands_every_item_to_the_function_with_the_context(setting: Any)
 
 STREAM_COUNT = 3000
 STREAM_RATE = 4000  # items per second for the whole source vertex: the job streams for about 0.75 s
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.002)
 
 
 def stream_into_files(directory: Path, step: Callable[[int], int] | None = None) -> DAG:

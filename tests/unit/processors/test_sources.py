@@ -21,6 +21,7 @@ from jetspark.core import (
 )
 from jetspark.core.context import RESULTS_ATTRIBUTE
 from jetspark.runners.local import JobStatus, LocalJob, LocalRunner
+from tests.waiting import wait_until
 
 
 class Record(AbstractProcessor):
@@ -216,14 +217,6 @@ def test_generator_rejects_bad_arguments(kwargs: dict[str, Any], message: str) -
 # ---- snapshot and restore --------------------------------------------------------------------
 
 EXACTLY_ONCE = JobConfig(processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE, snapshot_interval_millis=10)
-
-
-def wait_until(condition: Any, timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.002)
 
 
 def suspend_and_resume(
