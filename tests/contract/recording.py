@@ -21,6 +21,7 @@ from jetspark.core.dag import DAG, Vertex
 from jetspark.core.inbox import Inbox
 from jetspark.core.outbox import Outbox
 from jetspark.core.processor import Processor
+from jetspark.core.suppliers import ProcessorMetaSupplier, ProcessorSupplier
 from jetspark.core.watermark import Watermark
 
 _SEQUENCE = itertools.count()
@@ -100,6 +101,11 @@ class Behaviour:
     #: method -> action run at the start of each call (after it is logged), for one-off misdeeds.
     hooks: Mapping[str, Callable[[RecordingProcessor], Any]] = attrs.field(factory=dict)
     cooperative: bool = True
+    #: `restore_from_snapshot` offers `restore_emit(processor, entry)` downstream for each entry and
+    #: takes the entry only once that was accepted.
+    restore_emit: Callable[[RecordingProcessor, tuple[Any, Any]], Any] | None = None
+    #: Items `finish_snapshot_restore` offers (computed once); it returns False while one is rejected.
+    finish_restore_emit: Callable[[RecordingProcessor], Sequence[Any]] | None = None
 
 
 class RecordingProcessor(Processor):
@@ -129,6 +135,7 @@ class RecordingProcessor(Processor):
         self._false_left = dict(behaviour.false_times)
         self._stall_left = behaviour.stall
         self._pending_snapshot: list[tuple[Any, Any]] | None = None
+        self._finish_restore_items: list[Any] | None = None
 
     # ---- reading the log ------------------------------------------------------------------
 
@@ -225,6 +232,9 @@ class RecordingProcessor(Processor):
             item = inbox.peek()
             if self.behaviour.forward and ordinal >= 0 and not self.outbox.offer(item):
                 return
+            restore_emit = self.behaviour.restore_emit
+            if restore_emit is not None and ordinal < 0 and not self.outbox.offer(restore_emit(self, item)):
+                return
             inbox.remove()
             into.append((ordinal, item) if ordinal >= 0 else item)
             taken += 1
@@ -291,7 +301,19 @@ class RecordingProcessor(Processor):
         )
 
     def finish_snapshot_restore(self) -> bool:
-        return bool(self._run("finish_snapshot_restore", (), lambda: True))
+        def body() -> bool:
+            make = self.behaviour.finish_restore_emit
+            if make is None:
+                return True
+            if self._finish_restore_items is None:
+                self._finish_restore_items = list(make(self))
+            while self._finish_restore_items:
+                if not self.outbox.offer(self._finish_restore_items[0]):
+                    return False
+                self._finish_restore_items.pop(0)
+            return True
+
+        return bool(self._run("finish_snapshot_restore", (), body))
 
     def close(self) -> None:
         self._run("close", (), lambda: None, boolean=False)
@@ -337,3 +359,52 @@ class Recorder:
     def received(self, vertex: str, generation: int | None = None) -> list[Any]:
         """Every item the vertex's processors took in `process`, without ordinals."""
         return [item for p in self.processors(vertex, generation) for _, item in p.received]
+
+
+@attrs.define
+class Closed:
+    """One `close(error)` call of a supplier: when (on the processors' call sequence) and with what."""
+
+    seq: int
+    error: BaseException | None
+
+
+class RecordingSupplier(ProcessorSupplier):
+    """The `ProcessorSupplier` of one member: makes recording processors and logs `close(error)`."""
+
+    def __init__(self, make: Callable[[], RecordingProcessor], vertex: str, member: int) -> None:
+        self.make = make
+        self.vertex = vertex
+        self.member = member
+        self.made: list[RecordingProcessor] = []
+        self.closes: list[Closed] = []
+
+    def get(self, count: int) -> list[RecordingProcessor]:
+        made = [self.make() for _ in range(count)]
+        self.made.extend(made)
+        return made
+
+    def close(self, error: BaseException | None) -> None:
+        self.closes.append(Closed(next(_SEQUENCE), error))
+
+
+class RecordingMetaSupplier(ProcessorMetaSupplier):
+    """Gives each member a `RecordingSupplier` of its own (new ones each execution); logs `close`."""
+
+    def __init__(self, recorder: Recorder, vertex: str, behaviour: Behaviour | None = None) -> None:
+        self.make = recorder.supplier(vertex, behaviour)
+        self.vertex = vertex
+        #: Every supplier handed out, in the order of `get` calls.
+        self.suppliers: list[RecordingSupplier] = []
+        self.closes: list[Closed] = []
+
+    def get(self, member_indexes: Sequence[int]) -> dict[int, ProcessorSupplier | None]:
+        handed: dict[int, ProcessorSupplier | None] = {}
+        for member in member_indexes:
+            supplier = RecordingSupplier(self.make, self.vertex, member)
+            self.suppliers.append(supplier)
+            handed[member] = supplier
+        return handed
+
+    def close(self, error: BaseException | None) -> None:
+        self.closes.append(Closed(next(_SEQUENCE), error))

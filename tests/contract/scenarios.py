@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import pytest
+
+from jetspark.core.config import JobConfig, ProcessingGuarantee
 from jetspark.core.context import ProcessorContext
 from jetspark.core.dag import DAG
 from jetspark.core.watermark import Watermark
-from tests.contract.conftest import EngineSettings
+from tests.contract.conftest import JOB_TIMEOUT, EngineSettings
 from tests.contract.recording import Behaviour, Recorder, RecordingProcessor
+
+#: Snapshot, restore and failure tests snapshot as often as they can (at most once a millisecond).
+EXACTLY_ONCE = JobConfig(processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE, snapshot_interval_millis=1)
+AT_LEAST_ONCE = JobConfig(processing_guarantee=ProcessingGuarantee.AT_LEAST_ONCE, snapshot_interval_millis=1)
+#: Run a test under both guarantees, as its `config` argument.
+GUARANTEES = pytest.mark.parametrize(
+    "config", [EXACTLY_ONCE, AT_LEAST_ONCE], ids=["exactly_once", "at_least_once"]
+)
 
 
 def numbered(tag: str, count: int) -> Callable[[ProcessorContext], list[tuple[str, int, int]]]:
@@ -19,6 +31,20 @@ def numbered(tag: str, count: int) -> Callable[[ProcessorContext], list[tuple[st
         return [(tag, context.global_processor_index, n) for n in range(count)]
 
     return items
+
+
+def wait_for(condition: Callable[[], bool], what: str, timeout: float = JOB_TIMEOUT) -> None:
+    """Poll until `condition()` holds while a job runs; fail naming `what` after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not reached within {timeout} s: {what}")
+        time.sleep(0.005)
+
+
+def one_item_per_snapshot(p: RecordingProcessor) -> bool:
+    """Emission gate: the next item only after a snapshot since the last one."""
+    return p.count("save_to_snapshot") >= p.emitted
 
 
 def with_watermarks(tag: str, count: int, every: int = 3) -> Callable[[ProcessorContext], list[Any]]:

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from jetspark.core.config import JobConfig, ProcessingGuarantee
 from jetspark.core.dag import DAG
 from jetspark.core.errors import JobFailedError
-from jetspark.runners.local import JobStatus, LocalJob
+from jetspark.runners.job import JobStatus
+from jetspark.runners.local import LocalJob
 from tests.contract.conftest import JOB_TIMEOUT, EngineSettings
 from tests.contract.recording import PROCESSING_METHODS, Behaviour, Boom, Recorder
-from tests.contract.scenarios import source_map_sink, with_watermarks
-
-EXACTLY_ONCE = JobConfig(processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE, snapshot_interval_millis=1)
+from tests.contract.scenarios import EXACTLY_ONCE, source_map_sink, with_watermarks
 
 RESTORING_METHODS = ["restore_from_snapshot", "finish_snapshot_restore"]
 RUNNING_METHODS = ["init", *(m for m in PROCESSING_METHODS if m not in RESTORING_METHODS)]

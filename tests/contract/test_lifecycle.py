@@ -8,10 +8,11 @@ import threading
 import pytest
 
 from jetspark.core.dag import DAG
-from jetspark.core.errors import JobFailedError
-from tests.contract.conftest import EngineSettings
+from jetspark.core.errors import JobCancelledError, JobFailedError
+from jetspark.runners.job import JobStatus
+from tests.contract.conftest import JOB_TIMEOUT, EngineSettings
 from tests.contract.recording import Behaviour, Boom, Recorder, RecordingProcessor
-from tests.contract.scenarios import numbered, source_map_sink
+from tests.contract.scenarios import numbered, source_map_sink, wait_for
 
 
 def test_init_called_exactly_once_and_before_any_other_method_except_is_cooperative(
@@ -99,6 +100,32 @@ def test_close_called_right_after_complete_returned_true_while_the_job_still_run
         close = p.calls_of("close")[0]
         assert close.seq < sink_done, f"{p.label} was closed only after the sink completed"
         assert p.methods()[p.methods().index("close") - 1] == "complete"
+
+
+@pytest.mark.parametrize("cooperative", [True, False], ids=["cooperative", "non-cooperative-map"])
+def test_close_called_exactly_once_on_every_processor_when_the_job_is_cancelled(
+    engine: EngineSettings, recorder: Recorder, cooperative: bool
+) -> None:
+    """Rule (close): called "whether the job was successful or not" — cancel() of a running
+    streaming job closes every processor exactly once, as its last method, and join() raises
+    JobCancelledError."""
+    streaming = Behaviour(emit=numbered("a", 5), complete_when=lambda p: False)  # never completes
+    job = engine.submit(
+        source_map_sink(engine, recorder, Behaviour(forward=True, cooperative=cooperative), source=streaming)
+    )
+    expected = 5 * engine.member_count
+    wait_for(lambda: len(recorder.received("sink")) == expected, f"the sinks received {expected} items")
+    job.cancel()
+    with pytest.raises(JobCancelledError):
+        job.join(JOB_TIMEOUT)
+    assert job.status is JobStatus.CANCELLED
+    processors = recorder.processors()
+    assert len(processors) == 3 * engine.member_count
+    for p in processors:
+        assert p.count("close") == 1, f"{p.label} closed {p.count('close')} times"
+        assert p.methods()[-1] == "close", p.label
+    for p in recorder.processors("source"):
+        assert p.calls_of("complete")[-1].result is False, f"{p.label} had completed: not a cancel"
 
 
 def test_close_exception_is_logged_and_does_not_fail_the_job(

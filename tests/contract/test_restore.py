@@ -9,16 +9,14 @@ from typing import Any
 
 import pytest
 
-from jetspark.core.config import JobConfig, ProcessingGuarantee
 from jetspark.core.dag import DAG
 from jetspark.core.partitioner import default_partitioner
 from jetspark.core.watermark import BroadcastKey
-from jetspark.runners.local import JobStatus, LocalJob
+from jetspark.runners.job import JobStatus
+from jetspark.runners.local import LocalJob
 from tests.contract.conftest import JOB_TIMEOUT, EngineSettings
 from tests.contract.recording import Behaviour, Recorder, RecordingProcessor
-from tests.contract.scenarios import between_false_and_retry, numbered, source_map_sink
-
-EXACTLY_ONCE = JobConfig(processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE, snapshot_interval_millis=1)
+from tests.contract.scenarios import EXACTLY_ONCE, between_false_and_retry, numbered, source_map_sink
 
 
 def state_entries(p: RecordingProcessor, keyed: int = 12) -> list[tuple[Any, Any]]:
@@ -137,3 +135,44 @@ def test_keyed_entries_restored_to_partition_owner_and_broadcast_entries_to_all(
         got_broadcast = sorted(((k, v) for k, v in p.restored if isinstance(k, BroadcastKey)), key=repr)
         assert got_broadcast == broadcast, f"{p.label} did not get every broadcast entry"
     assert sorted(seen, key=repr) == sorted(keyed, key=repr), "a keyed entry was lost or restored twice"
+
+
+def test_items_emitted_from_restore_from_snapshot_and_finish_snapshot_restore_are_delivered(
+    engine: EngineSettings, recorder: Recorder
+) -> None:
+    """Rule (restoreFromSnapshot): "This method may emit items to the outbox" (and so may
+    finishSnapshotRestore, which "tried to offer to the outbox"): after suspend() / resume(), what a
+    processor emits while restoring reaches the downstream processors, each item once, the items of
+    restore_from_snapshot before those of finish_snapshot_restore."""
+    middle = Behaviour(
+        forward=True,
+        snapshot=lambda p: [(("k", p.label, i), i) for i in range(4)],
+        restore_emit=lambda p, entry: ("restored", p.label, *entry),
+        finish_restore_emit=lambda p: [("finished", p.label)],
+    )
+    job, _ = suspended_pipeline(engine, recorder, middle)
+    saved = saved_entries(job, "map")
+    assert len(saved) == 4 * engine.member_count
+    assert not [i for i in recorder.received("sink", generation=0) if i[0] in ("restored", "finished")]
+    job.resume().join(JOB_TIMEOUT)
+    maps = recorder.processors("map", generation=1)
+    emitted_by_maps: list[tuple[Any, ...]] = [
+        ("restored", p.label, k, v) for p in maps for k, v in p.restored
+    ]
+    emitted_by_maps += [("finished", p.label) for p in maps]
+    received = [i for i in recorder.received("sink", generation=1) if i[0] in ("restored", "finished")]
+    assert sorted(received, key=repr) == sorted(emitted_by_maps, key=repr)
+    assert sorted(k for _, _, k, _ in (i for i in received if i[0] == "restored")) == sorted(
+        k for k, _ in saved
+    )
+    for sink in recorder.processors("sink", generation=1):
+        items = [item for _, item in sink.received]
+        for p in maps:
+            restored_at = [n for n, i in enumerate(items) if i[0] == "restored" and i[1] == p.label]
+            finished_at = [n for n, i in enumerate(items) if i == ("finished", p.label)]
+            if restored_at and finished_at:
+                assert max(restored_at) < finished_at[0], f"{sink.label}: {p.label}'s items out of order"
+    if engine.batch_size == 1:
+        assert any(c.left for p in maps for c in p.calls_of("restore_from_snapshot")), (
+            "the outbox never pushed back on restore_from_snapshot"
+        )

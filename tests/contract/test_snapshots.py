@@ -3,27 +3,26 @@ called, what they may emit, and the exactly-once cut they produce."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
-from jetspark.core.config import JobConfig, ProcessingGuarantee
+from jetspark.core.config import JobConfig
 from jetspark.core.dag import DAG
 from jetspark.core.errors import JobFailedError, ProcessorContractError
 from jetspark.engine.special import SnapshotBarrier
 from tests.contract.conftest import JOB_TIMEOUT, EngineSettings
 from tests.contract.harness import DONE, TaskletHarness
 from tests.contract.recording import PROCESSING_METHODS, Behaviour, Recorder, RecordingProcessor
-from tests.contract.scenarios import between_false_and_retry, numbered, source_map_sink
-
-EXACTLY_ONCE = JobConfig(processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE, snapshot_interval_millis=1)
-AT_LEAST_ONCE = JobConfig(processing_guarantee=ProcessingGuarantee.AT_LEAST_ONCE, snapshot_interval_millis=1)
-GUARANTEES = pytest.mark.parametrize(
-    "config", [EXACTLY_ONCE, AT_LEAST_ONCE], ids=["exactly_once", "at_least_once"]
+from tests.contract.scenarios import (
+    AT_LEAST_ONCE,
+    EXACTLY_ONCE,
+    GUARANTEES,
+    between_false_and_retry,
+    numbered,
+    one_item_per_snapshot,
+    source_map_sink,
 )
-
-
-def one_item_per_snapshot(p: RecordingProcessor) -> bool:
-    """Emission gate: the next item only after a snapshot since the last one."""
-    return p.count("save_to_snapshot") >= p.emitted
 
 
 def streaming_source(count: int = 8, snapshots: int = 8) -> Behaviour:
@@ -310,7 +309,7 @@ def test_save_to_snapshot_only_after_process_emptied_the_inbox_in_harness() -> N
     assert methods[:4] == ["process", "process", "process", "save_to_snapshot"]
 
 
-def _tag(tag: str) -> object:
+def _tag(tag: str) -> Callable[[int], tuple[str, int]]:
     return lambda seq: (tag, seq)
 
 
@@ -333,7 +332,9 @@ def expected_join_output() -> list[tuple[str, int]]:
 
 
 @GUARANTEES
-def test_snapshots_wait_until_lower_priority_edges_are_done(engine: EngineSettings, config: JobConfig) -> None:
+def test_snapshots_wait_until_lower_priority_edges_are_done(
+    engine: EngineSettings, config: JobConfig
+) -> None:
     """Rule (priorities x snapshots): a barrier cannot pass a vertex while its lower-priority edges
     are live (their streams are drained to the end first), so snapshots wait until every vertex
     upstream of such an edge has finished, as in Jet. Without that the job would hang."""

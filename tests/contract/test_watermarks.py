@@ -8,12 +8,19 @@ import pytest
 
 from jetspark.core.context import ProcessorContext
 from jetspark.core.dag import DAG
-from jetspark.core.errors import JobFailedError, ProcessorContractError
+from jetspark.core.errors import JobFailedError, ProcessorContractError, RestartableError
 from jetspark.core.watermark import IDLE_MESSAGE, Watermark
 from tests.contract.conftest import EngineSettings
 from tests.contract.harness import DONE, TaskletHarness
 from tests.contract.recording import Behaviour, Recorder, RecordingProcessor
-from tests.contract.scenarios import between_false_and_retry, two_sources_to_sink, with_watermarks
+from tests.contract.scenarios import (
+    AT_LEAST_ONCE,
+    between_false_and_retry,
+    one_item_per_snapshot,
+    source_map_sink,
+    two_sources_to_sink,
+    with_watermarks,
+)
 
 
 def delivered(p: RecordingProcessor) -> list[int]:
@@ -259,3 +266,48 @@ def test_non_monotonic_watermark_arriving_on_a_queue_is_an_error_naming_the_cons
     harness.feed(0, 0, Watermark(5), Watermark(5))
     with pytest.raises(ProcessorContractError, match=r"vertex 'sink' processor #0 edge ordinal 0"):
         harness.run()
+
+
+def test_watermark_not_above_the_last_processed_one_is_delivered_after_an_at_least_once_restart(
+    engine: EngineSettings, recorder: Recorder
+) -> None:
+    """Rule (tryProcessWatermark, at-least-once): "If a job configured with the at-least-once
+    processing guarantee gets restarted, the same watermark, like any other stream item, can be
+    delivered again ... the processor may be asked to process a watermark older than the one it had
+    already processed before the restart". jetspark restarts a job from its last snapshot when a
+    processor raises RestartableError; the restarted execution starts its watermark coalescers
+    fresh, so the replayed watermarks are delivered again, without a ProcessorContractError."""
+
+    def restart_at_third_watermark(p: RecordingProcessor) -> None:
+        if p.generation == 0 and len(p.watermarks) >= 2 and p.saves:
+            recorder.generation = 1  # processors made from now on belong to the restarted execution
+            raise RestartableError(f"{p.label}: restart after watermarks {p.watermarks}")
+
+    # one item or watermark per snapshot, so that the restart restores a snapshot; the sources keep
+    # no state, so after the restart they replay every item and watermark
+    source = Behaviour(emit=with_watermarks("a", 30), emit_gate=one_item_per_snapshot)
+    middle = Behaviour(forward=True, hooks={"try_process_watermark": restart_at_third_watermark})
+    engine.run(source_map_sink(engine, recorder, middle, source=source), AT_LEAST_ONCE)
+    restarted = [
+        p
+        for p in recorder.processors("map", 0)
+        if p.calls_of("try_process_watermark")[-1:]
+        and isinstance(p.calls_of("try_process_watermark")[-1].error, RestartableError)
+    ]
+    assert restarted, "no map processor asked for a restart"
+    after = {p.context.global_processor_index: p for p in recorder.processors("map", 1) if p.context}
+    assert len(after) == engine.member_count
+    assert all(p.count("finish_snapshot_restore") for p in after.values()), "the restart restored no snapshot"
+    for before in restarted:
+        assert before.context is not None
+        again = after[before.context.global_processor_index]
+        seen_before = max(wm.timestamp for wm in before.watermarks)
+        seen_again = [wm.timestamp for wm in again.watermarks]
+        assert seen_again and seen_again[0] <= seen_before, (
+            f"{again.label}: watermarks {seen_again} after the restart, {seen_before} before"
+        )
+        assert seen_again == sorted(set(seen_again)), f"{again.label}: {seen_again}"
+    for sink in recorder.processors("sink", 1):
+        assert delivered(sink), f"{sink.label} got no watermark after the restart"
+    expected = sorted(("a", g, n) for g in range(engine.member_count) for n in range(30))
+    assert sorted(recorder.received("sink", 1)) == expected
