@@ -212,6 +212,9 @@ class LocalJob(JobHandle):
                 self._execution = Execution(self._tasklets, self._tick)
             self._execution.run()  # closes every tasklet's processor
             failure = self._execution.error
+            if failure is None and self._current_status() is JobStatus.CANCELLED:  # tell the suppliers
+                failure = JobCancelledError(f"job {self.name!r} was cancelled")
+                return None
             return failure
         except BaseException as error:  # planning or setup failed: close whatever was created
             failure = error

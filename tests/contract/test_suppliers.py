@@ -59,16 +59,7 @@ def run_to_outcome(
     [
         "success",
         "failure",
-        pytest.param(
-            "cancelled",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="runner bug: LocalJob._execute (jetspark/runners/local.py:214) passes "
-                "execution.error, None, to ProcessorSupplier/ProcessorMetaSupplier.close() when cancel() "
-                "stops a running execution, as if the job had succeeded (a cancel before the execution "
-                "starts passes JobCancelledError, line 210)",
-            ),
-        ),
+        "cancelled",
     ],
 )
 def test_processor_supplier_close_after_its_processors_close_and_gets_the_job_error(
