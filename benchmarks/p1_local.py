@@ -128,7 +128,7 @@ def main() -> None:
 
         job = LocalJob(p1_dag(n), JobConfig(), 1, 1024)
         profiler = cProfile.Profile()
-        profiler.runcall(job._run, None)  # in this thread, so that the profiler sees the engine
+        profiler.runcall(job._run, None, None)  # in this thread, so that the profiler sees the engine
         pstats.Stats(profiler).sort_stats("tottime").print_stats(12)
 
 

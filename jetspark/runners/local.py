@@ -23,7 +23,7 @@ from jetspark.engine.execution import Execution
 from jetspark.engine.outbox import DEFAULT_BATCH_SIZE
 from jetspark.engine.snapshot import Snapshot, SnapshotContext, SnapshotData
 from jetspark.engine.tasklet import ProcessorTasklet
-from jetspark.planning.plan import build_plan, snapshot_blocking_vertices
+from jetspark.planning.plan import ExecutionPlan, build_plan, snapshot_blocking_vertices
 from jetspark.runners.job import JobHandle, JobStatus
 from jetspark.runners.results import RESULTS_ATTRIBUTE, ResultCollector
 from jetspark.runners.wiring import ProcessorKey, wire
@@ -67,9 +67,13 @@ class LocalJob(JobHandle):
     # ---- control --------------------------------------------------------------------------
 
     def start(self, restore: Snapshot | None = None) -> LocalJob:
+        """Plan in the caller's thread, so that a bad DAG or config raises here, then run."""
+        plan = build_plan(self.dag, self.config, self.member_count, job_id=self.job_id)
         self._finished.clear()
         self.status = JobStatus.RUNNING
-        self._thread = threading.Thread(target=self._run, args=(restore,), name=f"jetspark {self.name}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, args=(restore, plan), name=f"jetspark {self.name}", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -146,9 +150,10 @@ class LocalJob(JobHandle):
 
     # ---- execution ------------------------------------------------------------------------
 
-    def _run(self, restore: Snapshot | None) -> None:
+    def _run(self, restore: Snapshot | None, plan: ExecutionPlan | None) -> None:
         while True:
-            error = self._execute(restore)
+            error = self._execute(restore, plan)
+            plan = None  # a restart plans anew
             if (
                 isinstance(error, JobFailedError)
                 and isinstance(error.__cause__, RestartableError)
@@ -170,7 +175,7 @@ class LocalJob(JobHandle):
                 self.status = JobStatus.COMPLETED
         self._finished.set()
 
-    def _execute(self, restore: Snapshot | None) -> BaseException | None:
+    def _execute(self, restore: Snapshot | None, first_plan: ExecutionPlan | None) -> BaseException | None:
         for name, values in _tasklet_metrics(self._tasklets).items():
             slot = self._metrics_base.setdefault(name, {"received": 0, "emitted": 0})
             slot["received"] += values["received"]
@@ -181,7 +186,7 @@ class LocalJob(JobHandle):
         processors: dict[ProcessorKey, Processor] = {}
         failure: BaseException | None = None
         try:
-            plan = build_plan(self.dag, self.config, self.member_count, job_id=self.job_id)
+            plan = first_plan or build_plan(self.dag, self.config, self.member_count, job_id=self.job_id)
             for name, vp in plan.vertices.items():
                 for member in vp.members():
                     try:
