@@ -115,7 +115,11 @@ class Edge:
         return self
 
     def with_priority(self, priority: int) -> Edge:
-        """Lower priorities are drained completely (to `complete_edge`) before higher ones."""
+        """Lower priorities are drained completely (to `complete_edge`) before higher ones.
+
+        Snapshots wait until every vertex upstream of a lower-priority edge has finished, so feed
+        such edges from bounded sources.
+        """
         self.priority = priority
         return self
 
