@@ -66,7 +66,6 @@ class OutboxImpl(Outbox):
         self._slow = False
         self._snapshot_allowed_in: str | None = None
         self.emitted_count = 0
-        self.progress = False
         all_ordinals = tuple(range(len(self.collectors)))
         self._all_ordinals = all_ordinals
         if len(self.collectors) == 1:
@@ -160,7 +159,6 @@ class OutboxImpl(Outbox):
             ) from error
         self.snapshot_buffer.append((key, value_bytes))
         self._clear_unfinished()
-        self.progress = True
         return True
 
     # ---- engine side ----------------------------------------------------------------------
@@ -199,7 +197,6 @@ class OutboxImpl(Outbox):
             return False
         for collector in self.collectors:
             collector.offer_special(item)
-        self.progress = True
         return True
 
     def buffered(self) -> int:
@@ -276,7 +273,6 @@ class OutboxImpl(Outbox):
                 continue
             buffer.append(item)
             accepted.add(ordinal)
-            self.progress = True
         if len(accepted) == len(ordinals):
             self._clear_unfinished()
             return True
@@ -302,7 +298,6 @@ class OutboxImpl(Outbox):
             if rising:
                 last[ordinal] = timestamp
             accepted.add(ordinal)
-            self.progress = True
         if len(accepted) == len(ordinals):
             self._clear_unfinished()
             return True

@@ -200,9 +200,7 @@ class ProcessorTasklet:
                 return True
             return False
         if state is State.WAIT_PHASE2:
-            if self._phase2_pending():
-                self._resume_state = State.WAIT_PHASE2
-                self.state = State.COMMIT_FINISH
+            if self._enter_phase2_if_pending(State.WAIT_PHASE2):
                 return True
             if self._phase2_outstanding():
                 return False
@@ -214,9 +212,7 @@ class ProcessorTasklet:
     # ---- processing -----------------------------------------------------------------------
 
     def _process_inbox(self) -> bool:
-        if self._phase2_pending():
-            self._resume_state = State.PROCESS_INBOX
-            self.state = State.COMMIT_FINISH
+        if self._enter_phase2_if_pending(State.PROCESS_INBOX):
             return True
         inbox = self.inbox
         if inbox.is_empty():
@@ -334,9 +330,7 @@ class ProcessorTasklet:
         return done
 
     def _complete(self) -> bool:
-        if self._phase2_pending():
-            self._resume_state = State.COMPLETE
-            self.state = State.COMMIT_FINISH
+        if self._enter_phase2_if_pending(State.COMPLETE):
             return True
         snapshot = self.snapshot_context
         blocked = False
@@ -388,6 +382,14 @@ class ProcessorTasklet:
             self.state = State.WAIT_PHASE2
         else:
             self.state = self._resume_state
+        return True
+
+    def _enter_phase2_if_pending(self, resume: State) -> bool:
+        """Go to COMMIT_FINISH if phase 2 of a snapshot this processor took part in is due."""
+        if not self._phase2_pending():
+            return False
+        self._resume_state = resume
+        self.state = State.COMMIT_FINISH
         return True
 
     def _phase2_pending(self) -> bool:

@@ -10,7 +10,7 @@ producer's side and is left out on the consumer's side (see `wire`).
 from __future__ import annotations
 
 import pickle
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from itertools import chain
 from typing import Any
 
@@ -183,10 +183,3 @@ def _snapshot_sink(snapshot_context: SnapshotContext, vertex: str) -> Callable[[
         snapshot_context.add_entries(vertex, entries)
 
     return sink
-
-
-def all_processor_keys(plan: ExecutionPlan, members: Iterable[int]) -> list[ProcessorKey]:
-    wanted = set(members)
-    return [
-        (name, m, i) for name, vp in plan.vertices.items() for (m, i) in vp.processor_ids() if m in wanted
-    ]
