@@ -24,6 +24,7 @@ from jetspark.engine.routing import UnicastCollector
 from jetspark.engine.snapshot import SnapshotContext
 from jetspark.engine.special import DONE, SnapshotBarrier
 from jetspark.engine.tasklet import ProcessorTasklet
+from tests.queues import drain
 
 PARTITIONS = 271
 
@@ -126,14 +127,7 @@ class TaskletHarness:
 
     def output(self, ordinal: int = 0) -> list[Any]:
         """Take everything queued on outbound `ordinal`: items, and special items as they are."""
-        out: list[Any] = []
-        queue = self.out_queues[ordinal]
-        while (entry := queue.take()) is not None:
-            if type(entry) is list:
-                out.extend(entry)
-            else:
-                out.append(entry)
-        return out
+        return drain(self.out_queues[ordinal])
 
 
 __all__ = ["DONE", "SnapshotBarrier", "TaskletHarness", "processor_context"]

@@ -15,6 +15,7 @@ from jetspark.engine.outbox import DEFAULT_BATCH_SIZE, OutboxImpl
 from jetspark.engine.queue import BoundedQueue
 from jetspark.engine.routing import BroadcastCollector, DroppingCollector, UnicastCollector
 from jetspark.engine.special import DONE, SnapshotBarrier
+from tests.queues import drain
 
 OWNER = "vertex 'v' processor #3"
 
@@ -26,17 +27,6 @@ def outbox_to(
     queues = [BoundedQueue(cap, f"q{i}") for i, cap in enumerate(capacities)]
     collectors = [UnicastCollector([queue]) for queue in queues]
     return OutboxImpl(collectors, OWNER, batch_size, **kwargs), queues
-
-
-def drain(queue: BoundedQueue) -> list[Any]:
-    """Everything in `queue`: data items flattened, special items as they are."""
-    out: list[Any] = []
-    while (entry := queue.take()) is not None:
-        if type(entry) is list:
-            out.extend(entry)
-        else:
-            out.append(entry)
-    return out
 
 
 # ---- batch budget and flushing ---------------------------------------------------------------
