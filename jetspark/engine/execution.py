@@ -5,13 +5,19 @@ backs off (sleeping a little longer each time, up to 1 ms) only when none made p
 Non-cooperative tasklets each get a thread with the same loop (back-off up to 5 ms). The first
 exception fails the execution with the processor named; every processor is then closed exactly
 once and nothing is left running.
+
+`run()` runs to the end in one call. `steps()` is the same run as a generator that yields after
+every round of the cooperative loop, so that its caller (a Spark task) can hand out what the
+round produced before the next one starts; closing the generator early cancels the execution.
+`on_idle` is asked, after a round in which no tasklet made progress, whether it can make some
+(a shuffle reader that moves a record nobody takes aside); if it can, the loop does not back off.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from jetspark.core.errors import JobFailedError
 from jetspark.engine.tasklet import ProcessorTasklet
@@ -44,9 +50,15 @@ class IdleStrategy:
 
 
 class Execution:
-    def __init__(self, tasklets: Sequence[ProcessorTasklet], on_tick: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        tasklets: Sequence[ProcessorTasklet],
+        on_tick: Callable[[], None] | None = None,
+        on_idle: Callable[[], bool] | None = None,
+    ) -> None:
         self.tasklets = list(tasklets)
         self._on_tick = on_tick or (lambda: None)
+        self._on_idle = on_idle or (lambda: False)
         self._stop = threading.Event()
         self._error_lock = threading.Lock()
         self.error: BaseException | None = None
@@ -75,6 +87,11 @@ class Execution:
 
     def run(self) -> None:
         """Run to the end; afterwards `error` holds the failure, if any. Closes every processor."""
+        for _ in self.steps():
+            pass
+
+    def steps(self) -> Iterator[None]:
+        """`run()` as a generator: yields after every round (see the module docstring)."""
         threads: list[threading.Thread] = []
         try:
             for tasklet in self.tasklets:
@@ -87,15 +104,11 @@ class Execution:
             for tasklet in self.tasklets:
                 if not tasklet.is_cooperative:
                     thread = threading.Thread(
-                        target=self._run_loop, args=([tasklet], 5e-3, False), name=tasklet.name, daemon=True
+                        target=self._run_thread, args=(tasklet,), name=tasklet.name, daemon=True
                     )
                     threads.append(thread)
                     thread.start()
-            self._run_loop(cooperative, 1e-3, True)
-            for thread in threads:
-                while thread.is_alive():
-                    thread.join(0.05)
-                    self._on_tick_safe()
+            yield from self._rounds(cooperative, threads)
         finally:
             self._stop.set()
             for thread in threads:
@@ -109,11 +122,28 @@ class Execution:
         except BaseException as error:
             self._fail(None, error)
 
-    def _run_loop(self, tasklets: list[ProcessorTasklet], max_sleep: float, ticks: bool) -> None:
-        idle = IdleStrategy(max_sleep=max_sleep)
+    def _run_thread(self, tasklet: ProcessorTasklet) -> None:
+        """The loop of one non-cooperative tasklet, on its own thread."""
+        idle = IdleStrategy(max_sleep=5e-3)
+        stop = self._stop
+        while not tasklet.is_done and not stop.is_set():
+            try:
+                progress = tasklet.call()
+            except BaseException as error:
+                self._fail(tasklet, error)
+                return
+            if progress:
+                idle.reset()
+            else:
+                idle.idle()
+
+    def _rounds(self, tasklets: list[ProcessorTasklet], threads: list[threading.Thread]) -> Iterator[None]:
+        """The cooperative loop of the calling thread; then, while threads run, ticks and idle checks."""
+        idle = IdleStrategy(max_sleep=1e-3)
         active = list(tasklets)
         stop = self._stop
-        while active and not stop.is_set():
+        on_tick = self._on_tick_safe
+        while (active or any(t.is_alive() for t in threads)) and not stop.is_set():
             progress = False
             for tasklet in active:
                 try:
@@ -124,9 +154,20 @@ class Execution:
                     return
             if any(t.is_done for t in active):
                 active = [t for t in active if not t.is_done]
-            if ticks:
-                self._on_tick_safe()
+            on_tick()
+            if not progress and self._idle_progress():
+                progress = True
+            yield
             if progress:
                 idle.reset()
-            else:
+            elif active:
                 idle.idle()
+            else:  # only threads are left: wait for them a little at a time
+                time.sleep(0.002)
+
+    def _idle_progress(self) -> bool:
+        try:
+            return bool(self._on_idle())
+        except BaseException as error:
+            self._fail(None, error)
+            return False

@@ -71,6 +71,20 @@ class UnicastCollector(OutboundCollector):
                 break
         return taken
 
+    def put_within(self, items: list[Any], rooms: list[int]) -> None:
+        """Put all of `items` round-robin, within `rooms` (read before; their sum fits `items`)."""
+        queues = self.queues
+        count = len(queues)
+        taken = 0
+        while taken < len(items):
+            index = self._next
+            self._next = (index + 1) % count
+            end = min(len(items), taken + rooms[index])
+            if end > taken:
+                queues[index].put_chunk(items[taken:end])
+                rooms[index] -= end - taken
+                taken = end
+
 
 class BroadcastCollector(OutboundCollector):
     """Every queue gets every item; the chunk list is shared (consumers never mutate it)."""
@@ -95,13 +109,15 @@ class FanoutCollector(OutboundCollector):
         self._per_member = [UnicastCollector(member) for member in queues_by_member if member]
 
     def offer_items(self, items: list[Any]) -> int:
-        room = min(sum(max(queue.room(), 0) for queue in member.queues) for member in self._per_member)
+        # Rooms are read once, before anything is put: putting into one queue may change another
+        # queue's room (a Spark task's capture queues share one bounded output).
+        rooms = [[max(queue.room(), 0) for queue in member.queues] for member in self._per_member]
+        room = min(sum(member_rooms) for member_rooms in rooms)
         if room <= 0:
             return 0
         chunk = items if room >= len(items) else items[:room]
-        for member in self._per_member:
-            taken = member.offer_items(chunk)
-            assert taken == len(chunk), "fan-out room was checked before offering"
+        for member, member_rooms in zip(self._per_member, rooms):
+            member.put_within(chunk, member_rooms)
         return len(chunk)
 
 

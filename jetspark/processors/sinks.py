@@ -13,14 +13,15 @@ from __future__ import annotations
 import functools
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import IO, Any
 
 from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.context import RESULTS_ATTRIBUTE, ProcessorContext
 from jetspark.core.inbox import Inbox
-from jetspark.core.suppliers import ProcessorSupplier
+from jetspark.core.suppliers import MemberSuppliers, ProcessorMetaSupplier, ProcessorSupplier
 from jetspark.core.watermark import Watermark
+from jetspark.processors.staging import STAGING_ATTRIBUTE, OutputStaging
 
 
 class _SinkP(AbstractProcessor):
@@ -81,10 +82,12 @@ class _NoopP(_SinkP):
 class _FilesP(_SinkP):
     """Writes `format(item)` lines to a file of its own; non-cooperative, as file I/O blocks.
 
-    The file is opened on first use, not in `init_processor`: only then is it known whether the
-    processor was restored from a snapshot (`finish_snapshot_restore` is called on every processor
-    of a restored job, even one that received no entries). A restored processor appends to what
-    the job wrote before the snapshot; a fresh one replaces the file.
+    Where the runner stages output (`processors.staging`), the file is written under the staging
+    name and published when the job succeeds. Otherwise (a job with a processing guarantee on the
+    local runner) it is written in place and opened on first use, not in `init_processor`: only
+    then is it known whether the processor was restored from a snapshot (`finish_snapshot_restore`
+    is called on every processor of a restored job). A restored processor appends to what the job
+    wrote before the snapshot; a fresh one replaces the file.
     """
 
     def __init__(self, directory: str, format_item: Callable[[Any], str]) -> None:
@@ -97,9 +100,10 @@ class _FilesP(_SinkP):
         return False
 
     def init_processor(self, context: ProcessorContext) -> None:
-        os.makedirs(self._directory, exist_ok=True)
-        name = f"{context.vertex_name}-{context.global_processor_index:05d}.txt"
-        self.path = os.path.join(self._directory, name)
+        self._name = f"{context.vertex_name}-{context.global_processor_index:05d}.txt"
+        self._staging: OutputStaging | None = context.attributes.get(STAGING_ATTRIBUTE)
+        if self._staging is None:
+            os.makedirs(self._directory, exist_ok=True)
 
     def finish_snapshot_restore(self) -> bool:
         self._restored = True
@@ -107,8 +111,11 @@ class _FilesP(_SinkP):
 
     def _opened(self) -> IO[str]:
         if self._file is None:
-            mode = "a" if self._restored else "w"
-            self._file = open(self.path, mode, encoding="utf-8")  # noqa: SIM115 (closed in close())
+            if self._staging is not None:
+                path, mode = self._staging.staged_path(self._directory, self._name), "w"
+            else:
+                path, mode = os.path.join(self._directory, self._name), "a" if self._restored else "w"
+            self._file = open(path, mode, encoding="utf-8")  # noqa: SIM115 (closed in close())
         return self._file
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
@@ -133,6 +140,21 @@ class _FilesP(_SinkP):
             self._file = None
 
 
+class FilesSink(ProcessorMetaSupplier):
+    """Meta supplier of a `files` sink: runners read `directory` and `overwrite` at submit."""
+
+    def __init__(self, directory: str, format_item: Callable[[Any], str], overwrite: bool) -> None:
+        self.directory = directory
+        self.overwrite = overwrite
+        self.supplier = ProcessorSupplier.of(functools.partial(_FilesP, directory, format_item))
+
+    def get(self, member_indexes: Sequence[int]) -> MemberSuppliers:
+        return {member: self.supplier for member in member_indexes}
+
+    def __repr__(self) -> str:
+        return f"files({self.directory!r}, overwrite={self.overwrite})"
+
+
 class _BatchesP(_SinkP):
     """Calls the user's `write(batch, context)` once per inbox batch; non-cooperative (it may block)."""
 
@@ -148,24 +170,31 @@ class _BatchesP(_SinkP):
         self._write(batch, self.context)
 
 
-def files(directory: str, format_item: Callable[[Any], str] = str) -> ProcessorSupplier:
+def files(directory: str, format_item: Callable[[Any], str] = str, overwrite: bool = False) -> FilesSink:
     """Write each item as a line `format_item(item)` to `<directory>/<vertex>-<global index>.txt`.
 
-    Each processor writes its own file where it runs (on Spark: on the executor's file system, so
-    give a shared or local path accordingly); the directory is created if missing. A processor of
-    a fresh job replaces an existing file of the same name; a processor restored from a snapshot
-    appends to it. A job resumed with another parallelism has other global indexes, so it writes
-    more files (or fewer): the output is the union of the directory's `<vertex>-*.txt` files, and
-    a new job should start in an empty directory (a restored processor would append to a stale
-    file of an earlier job). A snapshot flushes the file first (to the operating system; no fsync).
+    Each processor writes its own file where it runs (on Spark, on an executor: the directory must
+    be on a file system that the driver and every executor share, as for Spark's own file output).
+    The output is committed as Hadoop's file output committer does: every task attempt writes
+    under `<directory>/_temporary/`, and only when the job succeeds are the files of the attempts
+    Spark accepted renamed into place, followed by an empty `_SUCCESS`. Task retries, lost
+    workers and speculative copies leave exactly one copy of every line; a failed or cancelled job
+    leaves no output and no `_SUCCESS`.
 
-    Not transactional. After `suspend()`/`resume()` the files hold every item exactly once; after
-    a restart from a periodic snapshot (a processor raised `RestartableError`), the items written
-    after that snapshot are written again: at-least-once.
+    A directory that already holds output is refused when the job is submitted, unless
+    `overwrite=True`: then the earlier output is replaced when the job succeeds (never before).
+    Files that a `files` sink did not write are never deleted: such a directory is refused even
+    with `overwrite`.
+
+    Jobs with a processing guarantee on the local runner write in place instead (until the
+    transactional file sink lands): a restored processor appends to its file, so after
+    `suspend()`/`resume()` the files hold every item exactly once, and after a restart from a
+    periodic snapshot the items written after that snapshot are written again (at-least-once).
+    A snapshot flushes the file first (to the operating system; no fsync).
     """
     if not callable(format_item):
         raise TypeError(f"files(): format_item must be callable, got {format_item!r}")
-    return ProcessorSupplier.of(functools.partial(_FilesP, os.fspath(directory), format_item))
+    return FilesSink(os.fspath(directory), format_item, overwrite)
 
 
 def batches(write: Callable[[list[Any], ProcessorContext], object]) -> ProcessorSupplier:

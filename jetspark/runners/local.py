@@ -18,15 +18,16 @@ from typing import Any
 from jetspark.core.config import JobConfig
 from jetspark.core.dag import DAG
 from jetspark.core.errors import JobCancelledError, JobFailedError, JobTimeoutError, RestartableError
-from jetspark.core.processor import Processor
 from jetspark.engine.execution import Execution
 from jetspark.engine.outbox import DEFAULT_BATCH_SIZE
 from jetspark.engine.snapshot import Snapshot, SnapshotContext, SnapshotData
 from jetspark.engine.tasklet import ProcessorTasklet
 from jetspark.planning.plan import ExecutionPlan, build_plan, snapshot_blocking_vertices
+from jetspark.processors.staging import STAGING_ATTRIBUTE
 from jetspark.runners.job import JobHandle, JobStatus
+from jetspark.runners.member import MemberExecution, add_metrics, tasklet_metrics
+from jetspark.runners.output import AttemptStaging, OutputCommitter
 from jetspark.runners.results import RESULTS_ATTRIBUTE, ResultCollector
-from jetspark.runners.wiring import ProcessorKey, wire
 
 _log = logging.getLogger("jetspark.runners.local")
 
@@ -63,6 +64,14 @@ class LocalJob(JobHandle):
         self._next_snapshot_at = 0.0
         self._exported: dict[str, Snapshot] = snapshot_registry if snapshot_registry is not None else {}
         self._thread: threading.Thread | None = None
+        self._committer = OutputCommitter.of(self.job_id, dag)
+        #: Jobs without snapshots stage their file output and commit it when they complete;
+        #: jobs with snapshots write in place (a restored processor appends to its file).
+        self._staging = AttemptStaging(self.job_id, 0) if self._committer and not config.snapshots_enabled else None
+
+    def prepare_output(self) -> None:
+        """At submit: check the `files` sinks' directories and create their staging areas."""
+        self._committer.prepare(staged=self._staging is not None)
 
     # ---- control --------------------------------------------------------------------------
 
@@ -142,10 +151,7 @@ class LocalJob(JobHandle):
     def metrics(self) -> dict[str, dict[str, int]]:
         """Per vertex: items `received` into inboxes and `emitted` downstream, over all executions."""
         out = {name: dict(values) for name, values in self._metrics_base.items()}
-        for name, values in _tasklet_metrics(self._tasklets).items():
-            slot = out.setdefault(name, {"received": 0, "emitted": 0})
-            slot["received"] += values["received"]
-            slot["emitted"] += values["emitted"]
+        add_metrics(out, tasklet_metrics(self._tasklets))
         return out
 
     # ---- execution ------------------------------------------------------------------------
@@ -172,41 +178,50 @@ class LocalJob(JobHandle):
             elif self._snapshot_context is not None and self._snapshot_context.terminal:
                 self.status = JobStatus.SUSPENDED
             else:
-                self.status = JobStatus.COMPLETED
+                commit_error = self._commit_output()
+                self.error = commit_error
+                self.status = JobStatus.COMPLETED if commit_error is None else JobStatus.FAILED
+            if self.status in (JobStatus.FAILED, JobStatus.CANCELLED) and self._staging is not None:
+                self._committer.abort(late_sweep=0)
         self._finished.set()
 
+    def _commit_output(self) -> BaseException | None:
+        """Publish the `files` sinks' output of a completed job; the error if that failed."""
+        try:
+            if self._staging is not None:
+                self._committer.commit(self._staging.files)
+            else:
+                self._committer.mark_success()
+        except OSError as cause:
+            error = JobFailedError(f"job {self.name!r}: committing its file output failed: {cause}")
+            error.__cause__ = cause
+            return error
+        return None
+
     def _execute(self, restore: Snapshot | None, first_plan: ExecutionPlan | None) -> BaseException | None:
-        for name, values in _tasklet_metrics(self._tasklets).items():
-            slot = self._metrics_base.setdefault(name, {"received": 0, "emitted": 0})
-            slot["received"] += values["received"]
-            slot["emitted"] += values["emitted"]
+        add_metrics(self._metrics_base, tasklet_metrics(self._tasklets))
         self._tasklets = []
         self._execution = None
         plan = None
-        processors: dict[ProcessorKey, Processor] = {}
+        member: MemberExecution | None = None
         failure: BaseException | None = None
         try:
             plan = first_plan or build_plan(self.dag, self.config, self.member_count, job_id=self.job_id)
-            for name, vp in plan.vertices.items():
-                for member in vp.members():
-                    try:
-                        created = plan.create_processors(name, member)
-                    except Exception as error:
-                        raise _setup_failure(name, f"its supplier failed on member {member}", error) from error
-                    for index, processor in enumerate(created):
-                        processors[(name, member, index)] = processor
+            placements = [(name, m) for name, vp in plan.vertices.items() for m in vp.members()]
             last_id = restore.snapshot_id if restore is not None else -1
-            context = SnapshotContext(len(processors), last_id)
+            processor_count = sum(plan.vertices[name].local_parallelism for name, _ in placements)
+            context = SnapshotContext(processor_count, last_id)
             context.on_phase1_complete = self._on_phase1_complete
             self._snapshot_context = context
-            self._tasklets = wire(
+            member = MemberExecution(
                 plan,
-                processors,
+                placements,
+                {RESULTS_ATTRIBUTE: self._results, STAGING_ATTRIBUTE: self._staging},
+                self.batch_size,
                 context,
                 restore.data if restore is not None else None,
-                {RESULTS_ATTRIBUTE: self._results},
-                self.batch_size,
             )
+            self._tasklets = member.setup()
             blocking = snapshot_blocking_vertices(self.dag)
             self._snapshot_blockers = [t for t in self._tasklets if t.context.vertex_name in blocking]
             self._next_snapshot_at = time.monotonic() + self.config.snapshot_interval_millis / 1000
@@ -214,22 +229,21 @@ class LocalJob(JobHandle):
                 if self.status is JobStatus.CANCELLED:
                     failure = JobCancelledError(f"job {self.name!r} was cancelled")
                     return None
-                self._execution = Execution(self._tasklets, self._tick)
+                self._execution = member.start(self._tick)
             self._execution.run()  # closes every tasklet's processor
             failure = self._execution.error
             if failure is None and self._current_status() is JobStatus.CANCELLED:  # tell the suppliers
                 failure = JobCancelledError(f"job {self.name!r} was cancelled")
                 return None
             return failure
-        except BaseException as error:  # planning or setup failed: close whatever was created
+        except BaseException as error:  # planning or setup failed (setup closed what it created)
             failure = error
             return error
         finally:
-            if self._execution is None:
-                for key, processor in processors.items():
-                    _close_quietly(processor, key)
+            if member is not None:
+                member.close(failure)
             if plan is not None:
-                _close_suppliers(plan, failure)
+                _close_meta_suppliers(plan, failure)
 
     def _tick(self) -> None:
         context = self._snapshot_context
@@ -261,33 +275,8 @@ class LocalJob(JobHandle):
         return True
 
 
-def _setup_failure(vertex: str, what: str, error: BaseException) -> JobFailedError:
-    return JobFailedError(f"vertex {vertex!r}: {what}: {type(error).__name__}: {error}", vertex=vertex)
-
-
-def _close_quietly(processor: Processor, key: ProcessorKey) -> None:
-    try:
-        processor.close()
-    except Exception:
-        _log.exception("vertex %r processor %s: close() failed; the error is ignored", key[0], key[1:])
-
-
-def _tasklet_metrics(tasklets: list[ProcessorTasklet]) -> dict[str, dict[str, int]]:
-    out: dict[str, dict[str, int]] = {}
-    for tasklet in tasklets:
-        slot = out.setdefault(tasklet.context.vertex_name, {"received": 0, "emitted": 0})
-        slot["received"] += tasklet.received_count
-        slot["emitted"] += tasklet.outbox.emitted_count
-    return out
-
-
-def _close_suppliers(plan: Any, error: BaseException | None) -> None:
+def _close_meta_suppliers(plan: ExecutionPlan, error: BaseException | None) -> None:
     for vp in plan.vertices.values():
-        for supplier in {id(s): s for s in vp.suppliers.values() if s is not None}.values():
-            try:
-                supplier.close(error)
-            except Exception:
-                plan.logger.exception("vertex %r: ProcessorSupplier.close() failed", vp.name)
         try:
             vp.vertex.meta_supplier.close(error)
         except Exception:
@@ -317,6 +306,7 @@ class LocalRunner:
                     f"{sorted(self.snapshots)}"
                 )
         job = LocalJob(dag, config, member_count, self.batch_size, self.snapshots)
+        job.prepare_output()
         return job.start(initial)
 
     def run(self, dag: DAG, config: JobConfig | None = None, timeout: float | None = None) -> LocalJob:

@@ -30,21 +30,22 @@ from jetspark.engine.outbox import DEFAULT_BATCH_SIZE
 from jetspark.planning.plan import ExecutionPlan, build_plan
 from jetspark.planning.stages import StagePlan, build_stages
 from jetspark.runners.job import JobHandle, JobStatus
+from jetspark.runners.output import OutputCommitter
 from jetspark.runners.spark.failures import decode_failure
+from jetspark.runners.spark.records import (
+    DRIVER,
+    MetricsRecord,
+    Record,
+    ResultRecord,
+    StagedFilesRecord,
+    addressed_to,
+    dumps,
+)
 from jetspark.runners.spark.session import call_site, get_session
+from jetspark.runners.spark.shipping import check_picklable, slim_plan
 from jetspark.runners.spark.sinks import DataFrameSink
 from jetspark.runners.spark.sources import RddSource
-from jetspark.runners.spark.task import (
-    DRIVER,
-    METRICS,
-    RESULT,
-    TaskSpec,
-    check_picklable,
-    dumps,
-    run_stage_task,
-    slim_plan,
-    source_records,
-)
+from jetspark.runners.spark.task import TaskSpec, run_stage_task, source_records
 
 _log = logging.getLogger("jetspark.spark")
 #: Items per shuffle record (a record is one serialized batch).
@@ -53,10 +54,6 @@ DEFAULT_RECORD_ITEMS = 4096
 
 def _identity(member: int) -> int:
     return member
-
-
-def _addressed_to(stage: int, record: tuple[int, tuple[Any, ...]]) -> bool:
-    return bool(record[1][0] == stage)
 
 
 class SparkJob(JobHandle):
@@ -72,6 +69,7 @@ class SparkJob(JobHandle):
         stages: StagePlan,
         final_rdd: Any,
         persisted: list[Any],
+        committer: OutputCommitter,
     ) -> None:
         super().__init__()
         self.spark = spark
@@ -85,6 +83,9 @@ class SparkJob(JobHandle):
         self.group = f"jetspark-{self.job_id}"
         self._final_rdd = final_rdd
         self._persisted = persisted
+        self._committer = committer
+        #: Set (under the lock) once the job's output is being committed: too late to cancel.
+        self._committing = False
         self._results: dict[str, list[Any]] = {}
         self._metrics: dict[str, dict[str, int]] = {}
         self._dataframes: dict[str, Any] = {}
@@ -102,9 +103,14 @@ class SparkJob(JobHandle):
         return self
 
     def cancel(self, timeout: float = 30) -> None:
-        """Cancel the Spark job (its tasks are interrupted); `join` then raises JobCancelledError."""
+        """Cancel the Spark job; `join` then raises JobCancelledError.
+
+        Nothing of a cancelled job is committed: its staged files are deleted (and once more a few
+        seconds later, when Spark has killed its Python workers). A job already committing its
+        output, or ended, is not cancelled.
+        """
         with self._lock:
-            if self._finished.is_set():
+            if self._finished.is_set() or self._committing:
                 return
             self.status = JobStatus.CANCELLED
         sc = self.spark.sparkContext
@@ -140,8 +146,12 @@ class SparkJob(JobHandle):
             if not cancelled:
                 with call_site(sc, self._final_rdd.name()):
                     records = self._final_rdd.collect()
-                self._absorb(records)
-                self._write_dataframes()
+                staged = self._absorb(records)
+                with self._lock:
+                    self._committing = self.status is not JobStatus.CANCELLED
+                if self._committing:
+                    self._committer.commit(staged)
+                    self._write_dataframes()
         except BaseException as failure:
             error = self._translate(failure)
         finally:
@@ -160,6 +170,8 @@ class SparkJob(JobHandle):
             self._close_meta_suppliers(error)
             if error is not None:
                 self._cancel_leftovers(sc)
+            if not self._committing:
+                self._committer.abort()
             self._finished.set()
 
     def _cancel_leftovers(self, sc: Any) -> None:
@@ -183,24 +195,29 @@ class SparkJob(JobHandle):
         error.__cause__ = failure
         return error
 
-    def _absorb(self, records: list[tuple[int, tuple[Any, ...]]]) -> None:
+    def _absorb(self, records: list[Record]) -> list[tuple[str, str]]:
+        """Take in what reached the driver: results and metrics; return the files to commit."""
         import pickle
 
         results: dict[str, list[Any]] = {}
         metrics: dict[str, dict[str, int]] = {
             name: {"received": 0, "emitted": 0} for name in self.plan.vertices
         }
-        for _member, value in records:
-            assert value[0] == DRIVER, f"record for stage {value[0]} reached the driver"
-            kind = value[1]
-            if kind == RESULT:
-                results.setdefault(value[2], []).extend(pickle.loads(value[3]))
-            elif kind == METRICS:
-                for vertex, (received, emitted) in value[4].items():
+        staged: list[tuple[str, str]] = []
+        for _member, record in records:
+            assert record.stage == DRIVER, f"{record!r} reached the driver"
+            kind = type(record)
+            if kind is ResultRecord:
+                results.setdefault(record.vertex, []).extend(pickle.loads(record.payload))
+            elif kind is MetricsRecord:
+                for vertex, (received, emitted) in record.metrics.items():
                     metrics[vertex]["received"] += received
                     metrics[vertex]["emitted"] += emitted
+            elif kind is StagedFilesRecord:
+                staged.extend(record.files)
         self._results = results
         self._metrics = metrics
+        return staged
 
     def _write_dataframes(self) -> None:
         for name, vp in self.plan.vertices.items():
@@ -266,11 +283,14 @@ class SparkRunner:
         stages = build_stages(dag)
         check_picklable(plan, config)
         carriers = {s.index: (s.downstream[0] if s.downstream else DRIVER) for s in stages.stages}
-        spec = TaskSpec(slim_plan(plan), stages, carriers, self.batch_size, self.record_items)
+        rdd_sources = frozenset(n for n, vp in plan.vertices.items() if isinstance(vp.vertex.meta_supplier, RddSource))
+        spec = TaskSpec(slim_plan(plan), stages, carriers, self.batch_size, self.record_items, rdd_sources)
         spec_bytes = dumps(spec)
         name = config.name or f"job-{job_id}"
         final_rdd, persisted = self._build_rdds(sc, name, spec_bytes, plan, stages)
-        return SparkJob(spark, dag, config, plan, stages, final_rdd, persisted).start()
+        committer = OutputCommitter.of(job_id, dag)
+        committer.prepare()
+        return SparkJob(spark, dag, config, plan, stages, final_rdd, persisted, committer).start()
 
     def run(self, dag: DAG, config: JobConfig | None = None, timeout: float | None = None) -> SparkJob:
         """Submit and wait for the end; re-raises a failure."""
@@ -296,7 +316,7 @@ class SparkRunner:
         for stage in stages.stages:
             label = f"jetspark {name}: {describe(stage.index)}"
             inputs = [
-                outputs[u].filter(functools.partial(_addressed_to, stage.index)) for u in stage.upstream
+                outputs[u].filter(functools.partial(addressed_to, stage.index)) for u in stage.upstream
             ]
             feeders = [describe(u) for u in stage.upstream]
             own_sources = [v for v in stage.vertices if v in rdd_sources]

@@ -19,7 +19,8 @@ from jetspark.core.outbox import Outbox
 from jetspark.core.processor import Processor
 from jetspark.core.suppliers import MemberSuppliers, ProcessorMetaSupplier, ProcessorSupplier
 from jetspark.core.watermark import Watermark
-from jetspark.runners.spark.task import SPARK_INPUT_ATTRIBUTE, SourceInput
+from jetspark.runners.spark.shuffle_in import SourceInput
+from jetspark.runners.spark.task import SPARK_INPUT_ATTRIBUTE
 
 
 class _SparkInputP(Processor):
@@ -49,6 +50,8 @@ class _SparkInputP(Processor):
             if room == 0:
                 return False
             chunk = self._input.next_chunk(room)
+            if chunk is None:  # shuffled rows: none here yet, more to come
+                return False
             if not chunk:
                 return True
             outbox.offer_batch(chunk)

@@ -13,6 +13,7 @@ import pytest
 from jetspark import processors as P
 from jetspark.core import DAG, Edge, JobConfig, ProcessingGuarantee, RestartableError
 from jetspark.core.context import RESULTS_ATTRIBUTE
+from jetspark.core.errors import DagValidationError, JobFailedError
 from jetspark.engine.inbox import ListInbox
 from jetspark.engine.outbox import OutboxImpl
 from jetspark.planning.plan import build_plan
@@ -110,10 +111,47 @@ def test_sinks_accept_watermarks(sink: Any) -> None:
 def test_files_writes_one_file_per_processor_with_every_item(setting: Any, tmp_path: Any) -> None:
     items = [f"line {i}" for i in range(40)]
     source_into(setting, P.files(str(tmp_path / "out")), items, lp=2)
-    written = sorted((tmp_path / "out").iterdir())
+    written = sorted((tmp_path / "out").glob("sink-*.txt"))
     assert [p.name for p in written][:1] == ["sink-00000.txt"]
+    assert (tmp_path / "out" / "_SUCCESS").read_bytes() == b"", "the success marker is written last"
+    assert not (tmp_path / "out" / "_temporary").exists(), "the staging area is gone"
     lines = [line for path in written for line in path.read_text().splitlines()]
     assert sorted(lines) == sorted(items)
+
+
+def test_files_of_a_failed_job_are_never_published(tmp_path: Path) -> None:
+    """The local runner stages a job's files and publishes them only when the job completes."""
+
+    def explode(x: int) -> int:
+        if x == 150:
+            raise ValueError("boom")
+        return x
+
+    dag = DAG()
+    source = dag.new_vertex("source", P.from_iterable(range(300)))
+    step = dag.new_vertex("step", P.map(explode))
+    dag.edge(Edge.between(source, step))
+    dag.edge(Edge.between(step, dag.new_vertex("sink", P.files(str(tmp_path)))))
+    with pytest.raises(JobFailedError):
+        LocalRunner(1, batch_size=16).run(dag, timeout=60)
+    assert list(tmp_path.iterdir()) == [], "no files, no _SUCCESS, no staging area"
+
+
+def test_files_refuses_a_directory_with_output_unless_asked_to_overwrite(tmp_path: Path) -> None:
+    (tmp_path / "sink-00003.txt").write_text("stale\n")
+
+    def job(overwrite: bool) -> DAG:
+        dag = DAG()
+        source = dag.new_vertex("source", P.from_iterable(range(10)))
+        dag.edge(Edge.between(source, dag.new_vertex("sink", P.files(str(tmp_path), overwrite=overwrite))))
+        return dag
+
+    with pytest.raises(DagValidationError, match=r"vertex 'sink': directory .* already holds sink-00003\.txt"):
+        LocalRunner(1).submit(job(overwrite=False))
+    assert (tmp_path / "sink-00003.txt").read_text() == "stale\n"
+    LocalRunner(1).run(job(overwrite=True), timeout=60)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["_SUCCESS", "sink-00000.txt"]
+    assert (tmp_path / "sink-00000.txt").read_text().splitlines() == [str(n) for n in range(10)]
 
 
 def test_files_formats_items_and_runs_on_its_own_thread(single: Any, tmp_path: Any) -> None:
@@ -142,7 +180,7 @@ STREAM_COUNT = 3000
 STREAM_RATE = 4000  # items per second for the whole source vertex: the job streams for about 0.75 s
 
 
-def stream_into_files(directory: Path, step: Callable[[int], int] | None = None) -> DAG:
+def stream_into_files(directory: Path, step: Callable[[int], int] | None = None, overwrite: bool = False) -> DAG:
     """generator_stream -> (map step) -> files, two processors per vertex."""
     dag = DAG()
     upstream = dag.new_vertex(
@@ -152,7 +190,7 @@ def stream_into_files(directory: Path, step: Callable[[int], int] | None = None)
         mapped = dag.new_vertex("step", P.map(step), 2)
         dag.edge(Edge.between(upstream, mapped))
         upstream = mapped
-    dag.edge(Edge.between(upstream, dag.new_vertex("sink", P.files(str(directory)), 2)))
+    dag.edge(Edge.between(upstream, dag.new_vertex("sink", P.files(str(directory), overwrite=overwrite), 2)))
     return dag
 
 
@@ -211,10 +249,12 @@ def test_files_after_a_restart_from_a_snapshot_lose_nothing(tmp_path: Path) -> N
     assert set(lines_in(out)) == set(range(STREAM_COUNT))
 
 
-def test_files_of_a_fresh_job_replace_stale_files(tmp_path: Path) -> None:
+def test_files_written_in_place_with_overwrite_replace_stale_files(tmp_path: Path) -> None:
     (tmp_path / "sink-00000.txt").write_text("stale\n")
-    LocalRunner(1).run(stream_into_files(tmp_path), exactly_once(), timeout=60)
+    (tmp_path / "sink-00009.txt").write_text("stale\n")
+    LocalRunner(1).run(stream_into_files(tmp_path, overwrite=True), exactly_once(), timeout=60)
     assert lines_in(tmp_path) == Counter(range(STREAM_COUNT))
+    assert (tmp_path / "_SUCCESS").exists()
 
 
 def test_files_flushes_at_every_snapshot(tmp_path: Path) -> None:

@@ -1,0 +1,152 @@
+"""One member's share of a job: create its processors, wire them, run them, close them, measure them.
+
+Both runners use `MemberExecution` (Jet has one `ExecutionContext` per member likewise): the local
+runner with every `(vertex, member)` of the plan in one instance (its simulated members share one
+process), the Spark runner with one member's vertices of one stage, inside a Spark task. So the
+rules below hold on both:
+
+- a supplier that fails, returns the wrong processors, or a processor whose `is_cooperative()`
+  raises, fails the setup with a `JobFailedError` naming the vertex, and every processor made
+  before is closed once (close() is due even without init());
+- once running, the engine's `Execution` closes every processor once, whatever happens;
+- `close_suppliers(error)` closes each distinct `ProcessorSupplier` of the placements once, with
+  the job's error (None on success), and logs (never raises) a failing close().
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from jetspark.core.edge import Edge
+from jetspark.core.errors import JobFailedError
+from jetspark.core.processor import Processor
+from jetspark.core.suppliers import ProcessorSupplier
+from jetspark.engine.execution import Execution
+from jetspark.engine.queue import BoundedQueue
+from jetspark.engine.snapshot import SnapshotContext, SnapshotData
+from jetspark.engine.tasklet import ProcessorTasklet
+from jetspark.planning.plan import ExecutionPlan, ProcessorId
+from jetspark.runners.wiring import ProcessorKey, wire
+
+_log = logging.getLogger("jetspark.runners")
+
+#: (vertex name, member index)
+Placement = tuple[str, int]
+ExternalQueues = Callable[[Edge, ProcessorId, ProcessorId], BoundedQueue | None]
+
+
+class MemberExecution:
+    """The processors of `placements`, from creation to close; see the module docstring."""
+
+    def __init__(
+        self,
+        plan: ExecutionPlan,
+        placements: Iterable[Placement],
+        attributes: dict[str, Any],
+        batch_size: int,
+        snapshot_context: SnapshotContext | None = None,
+        restore_data: SnapshotData | None = None,
+        external_queues: ExternalQueues | None = None,
+    ) -> None:
+        self.plan = plan
+        self.placements = list(placements)
+        self._attributes = attributes
+        self._batch_size = batch_size
+        self._snapshot_context = snapshot_context
+        self._restore_data = restore_data
+        self._external_queues = external_queues
+        self.processors: dict[ProcessorKey, Processor] = {}
+        self.tasklets: list[ProcessorTasklet] = []
+        self.execution: Execution | None = None
+
+    def setup(self) -> list[ProcessorTasklet]:
+        """Create and wire the processors. On failure every processor made is closed and a
+        `JobFailedError` naming the vertex is raised."""
+        try:
+            for vertex, member in self.placements:
+                try:
+                    made = self.plan.create_processors(vertex, member)
+                except Exception as cause:
+                    raise _setup_failure(vertex, f"its supplier failed on member {member}", cause) from cause
+                for index, processor in enumerate(made):
+                    self.processors[(vertex, member, index)] = processor
+            context = self._snapshot_context or SnapshotContext(len(self.processors))
+            self.tasklets = wire(
+                self.plan,
+                self.processors,
+                context,
+                self._restore_data,
+                self._attributes,
+                self._batch_size,
+                self._external_queues,
+            )
+        except BaseException:
+            self._close_unrun_processors()
+            raise
+        return self.tasklets
+
+    def start(
+        self, on_tick: Callable[[], None] | None = None, on_idle: Callable[[], bool] | None = None
+    ) -> Execution:
+        """The engine execution of the wired tasklets (run it with `run()` or `steps()`)."""
+        self.execution = Execution(self.tasklets, on_tick, on_idle)
+        return self.execution
+
+    def close(self, error: BaseException | None) -> None:
+        """After the run (or a failed setup): close processors that never ran, then the suppliers."""
+        if self.execution is None:
+            self._close_unrun_processors()
+        closed: set[int] = set()
+        for vertex, member in self.placements:
+            supplier = self.plan.vertices[vertex].suppliers.get(member)
+            if supplier is None or id(supplier) in closed:
+                continue
+            closed.add(id(supplier))
+            _close_supplier(supplier, vertex, member, error)
+
+    def metrics(self) -> dict[str, dict[str, int]]:
+        """Per vertex: items `received` into inboxes and `emitted` downstream by these processors."""
+        return tasklet_metrics(self.tasklets)
+
+    def _close_unrun_processors(self) -> None:
+        for key, processor in self.processors.items():
+            try:
+                processor.close()
+            except Exception:
+                _log.exception(
+                    "vertex %r processor %s: close() failed; the error is ignored", key[0], key[1:]
+                )
+        self.processors = {}
+
+
+def tasklet_metrics(tasklets: Iterable[ProcessorTasklet]) -> dict[str, dict[str, int]]:
+    """Per vertex: items `received` and `emitted`, summed over `tasklets`."""
+    out: dict[str, dict[str, int]] = {}
+    for tasklet in tasklets:
+        slot = out.setdefault(tasklet.context.vertex_name, {"received": 0, "emitted": 0})
+        slot["received"] += tasklet.received_count
+        slot["emitted"] += tasklet.outbox.emitted_count
+    return out
+
+
+def add_metrics(total: dict[str, dict[str, int]], more: dict[str, dict[str, int]]) -> None:
+    """Add `more` into `total`, vertex by vertex and figure by figure."""
+    for vertex, figures in more.items():
+        slot = total.setdefault(vertex, {})
+        for name, value in figures.items():
+            slot[name] = slot.get(name, 0) + value
+
+
+def _setup_failure(vertex: str, what: str, cause: BaseException) -> JobFailedError:
+    return JobFailedError(f"vertex {vertex!r}: {what}: {type(cause).__name__}: {cause}", vertex=vertex)
+
+
+def _close_supplier(
+    supplier: ProcessorSupplier, vertex: str, member: int, error: BaseException | None
+) -> None:
+    try:
+        supplier.close(error)
+    except Exception:
+        _log.exception("vertex %r: ProcessorSupplier.close() failed on member %d", vertex, member)

@@ -1,0 +1,85 @@
+"""The records that cross Spark shuffles and reach the driver, as named tuples.
+
+Each Spark record is a pair `(target member, record)`: `partitionBy(M, identity)` sends it to
+partition `target member` of the stage `record.stage`. Every record type has `stage` first, so one
+filter (`addressed_to`) picks a stage's input out of an upstream stage's output. Named tuples
+pickle as tuples plus a class reference, so they cost no more than the positional tuples they
+replace, and a reader never indexes `value[5]`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import cloudpickle
+
+#: Target stage of records that go to the driver.
+DRIVER = -1
+
+ProcessorId = tuple[int, int]
+
+
+class DataRecord(NamedTuple):
+    """Entries (data chunks merged into lists, watermarks, DONE) of one producer-consumer pair."""
+
+    stage: int
+    edge: int
+    producer: ProcessorId
+    consumer: ProcessorId
+    seq: int
+    payload: bytes
+    #: The pair's last record (it holds DONE), so a reader can tell a complete input from a cut one.
+    last: bool
+
+
+class SourceRecord(NamedTuple):
+    """Items of one partition of a `from_rdd` RDD, for the member that reads that partition."""
+
+    stage: int
+    vertex: str
+    partition: int
+    seq: int
+    payload: bytes
+
+
+class ResultRecord(NamedTuple):
+    """Items a collecting sink received; they ride downstream with the data, then to the driver."""
+
+    stage: int
+    vertex: str
+    payload: bytes
+
+
+class MetricsRecord(NamedTuple):
+    """Per vertex `[received, emitted]` of one member's task of stage `source_stage`."""
+
+    stage: int
+    source_stage: int
+    member: int
+    metrics: dict[str, list[int]]
+
+
+class StagedFilesRecord(NamedTuple):
+    """Files a task attempt wrote under its own staging name: `(staged, final)` path pairs.
+
+    Only the attempt whose output Spark accepted has its record reach the driver (a shuffle reads
+    one map output per partition, `collect` one result per partition), so the driver publishes
+    exactly these files and deletes every other attempt's."""
+
+    stage: int
+    member: int
+    attempt: int
+    files: tuple[tuple[str, str], ...]
+
+
+Record = tuple[int, Any]
+
+
+def addressed_to(stage: int, record: Record) -> bool:
+    """True for a record whose target stage is `stage` (a filter over a stage's output)."""
+    return bool(record[1].stage == stage)
+
+
+def dumps(value: Any) -> bytes:
+    """Serialize for a shuffle or the driver: cloudpickle, so classes of `__main__` travel too."""
+    return cloudpickle.dumps(value, protocol=5)  # type: ignore[no-any-return]
