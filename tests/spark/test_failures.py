@@ -9,14 +9,18 @@ from typing import Any
 
 import pytest
 
+from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.config import JobConfig
 from jetspark.core.dag import DAG
 from jetspark.core.edge import Edge
 from jetspark.core.errors import DagValidationError, JobCancelledError, JobFailedError
 from jetspark.core.partitioner import default_partitioner
+from jetspark.processors import files
 from jetspark.runners.job import JobStatus
+from jetspark.runners.output import LATE_SWEEP_SECONDS
 from jetspark.runners.spark import SparkRunner
 from tests.spark import dags
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.spark
 
@@ -97,3 +101,61 @@ def test_a_failing_supplier_closes_the_stage_processors_made_before_it(spark: An
     assert len(made) == 2, "a has two processors on its one member"
     assert sorted(closed) == sorted(made)
     assert active_jobs(spark) == []
+
+
+class Ticks(AbstractProcessor):
+    """An endless source that also appends to `log` at every emission (a side effect the test can
+    watch after cancel); non-cooperative, like a source that blocks."""
+
+    def __init__(self, log: str) -> None:
+        self.log = log
+
+    def is_cooperative(self) -> bool:
+        return False
+
+    def complete(self) -> bool:
+        time.sleep(0.002)
+        if self.try_emit(("tick", time.time())):
+            dags.append_line(self.log, repr(time.time()))
+        return False
+
+
+def test_a_cancelled_job_leaves_no_visible_output(spark: Any, tmp_path: Path) -> None:
+    """The files sink runs in the source's stage and writes until the workers are killed; nothing
+    it wrote becomes output, and its staging area is deleted (again after the workers are gone)."""
+    out, log = tmp_path / "out", str(tmp_path / "ticks.log")
+    dag = DAG()
+    source = dag.new_vertex("source", lambda: Ticks(log))
+    dag.edge(Edge.between(source, dag.new_vertex("sink", files(str(out)))))
+    job = SparkRunner(spark).submit(dag, JobConfig(member_count=2))
+    wait_until(lambda: len(list(out.glob("_temporary/*/attempt-*/sink-*.txt"))) == 2, timeout=60)
+    job.cancel()
+    cancelled_at = time.time()
+    with pytest.raises(JobCancelledError):
+        job.join(60)
+    assert not list(out.glob("*.txt")) and not (out / "_SUCCESS").exists()
+    wait_until(lambda: not (out / "_temporary").exists(), timeout=LATE_SWEEP_SECONDS + 10)
+    assert sorted(p.name for p in out.iterdir()) == []
+    time.sleep(1)
+    last_tick = max(float(line) for line in Path(log).read_text().split())
+    assert last_tick - cancelled_at < LATE_SWEEP_SECONDS, "the workers were killed before the late sweep"
+    assert spark.sparkContext.getConf().get("spark.python.task.killTimeout") == "0s"
+
+
+def test_a_source_holding_too_much_data_is_refused_at_submit_with_advice(spark: Any) -> None:
+    from jetspark.processors import collect, from_iterable
+    from jetspark.runners.spark.shipping import check_picklable
+
+    dag = DAG()
+    source = dag.new_vertex("numbers", from_iterable(range(10)))
+    dag.edge(Edge.between(source, dag.new_vertex("sink", collect())))
+    job = SparkRunner(spark).run(dag, JobConfig(member_count=2), timeout=120)
+    assert sorted(job.result("sink")) == list(range(10)), "a small collection ships as it is"
+    big = DAG()
+    source = big.new_vertex("numbers", from_iterable([str(i) * 200 for i in range(5000)]))
+    big.edge(Edge.between(source, big.new_vertex("sink", collect())))
+    from jetspark.planning.plan import build_plan
+
+    plan = build_plan(big, JobConfig(), 2)
+    with pytest.raises(DagValidationError, match=r"vertex 'numbers': its suppliers pickle to .*from_rdd"):
+        check_picklable(plan, JobConfig(), max_supplier_bytes=1 << 20)

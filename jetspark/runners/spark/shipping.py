@@ -55,17 +55,32 @@ class _DriverOnly(ProcessorMetaSupplier):
         raise AssertionError("a ProcessorMetaSupplier runs only on the driver, not in a Spark task")
 
 
-def check_picklable(plan: ExecutionPlan, config: JobConfig) -> None:
-    """Raise DagValidationError naming the vertex or edge whose supplier/function cannot be pickled."""
+#: Largest pickled supplier of one vertex: every task unpickles every supplier of the plan.
+MAX_SUPPLIER_BYTES = 16 << 20
+
+
+def check_picklable(
+    plan: ExecutionPlan, config: JobConfig, max_supplier_bytes: int = MAX_SUPPLIER_BYTES
+) -> None:
+    """Raise DagValidationError naming the vertex or edge whose supplier/function cannot be pickled,
+    or whose suppliers are too large to ship to every task (data held in a supplier)."""
     for name, vp in plan.vertices.items():
         try:
-            dumps(vp.suppliers)
+            size = len(dumps(vp.suppliers))
         except Exception as error:
             raise DagValidationError(
                 f"vertex {name!r}: its ProcessorSupplier cannot be pickled to ship it to Spark executors "
                 f"({type(error).__name__}: {error}); suppliers and everything they hold must be picklable "
                 "with cloudpickle"
             ) from error
+        if size > max_supplier_bytes:
+            raise DagValidationError(
+                f"vertex {name!r}: its suppliers pickle to {size / 2**20:.1f} MiB, more than "
+                f"{max_supplier_bytes / 2**20:.0f} MiB, and every Spark task would receive and unpickle all of "
+                "it (a source over a large in-memory collection, such as from_iterable(big_list)); read large "
+                "inputs with jetspark.runners.spark.from_rdd(sc.parallelize(items, n)) or from_dataframe(), "
+                "or generate them on the executors"
+            )
     for edge in plan.dag.edges:
         try:
             dumps((edge.key_fn, edge.partitioner))
