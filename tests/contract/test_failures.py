@@ -53,7 +53,11 @@ def assert_failed_naming_map(job: LocalJob, recorder: Recorder, method: str) -> 
     assert isinstance(error.__cause__, Boom)
     assert f"boom in {method}" in str(error.__cause__)
     failing = [p for p in recorder.processors("map") if any(isinstance(c.error, Boom) for c in p.calls)]
-    assert [p.context.global_processor_index for p in failing if p.context] == [error.processor_index]
+    raised = [p.context.global_processor_index for p in failing if p.context]
+    # the first failure is named; non-cooperative processors run on threads of their own, so a
+    # second one may raise in the same instant, before the job's stop reaches its thread
+    assert error.processor_index in raised
+    assert len(raised) == 1 or all(not p.is_cooperative() for p in failing)
     for p in recorder.processors():
         assert p.count("close") <= 1, p.label
         if p.calls:

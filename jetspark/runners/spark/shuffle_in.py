@@ -241,12 +241,15 @@ class ReplayQueue(BoundedQueue):
     """The consumer end of a pair whose producer ran in another task: its entries, decoded one
     record at a time as the consumer drains them."""
 
-    __slots__ = ("_reader", "_pair")
+    __slots__ = ("_reader", "_pair", "_pause")
 
     def __init__(self, name: str, reader: ShuffleReader, pair: _PairInput) -> None:
         super().__init__(_UNLIMITED, name)
         self._reader = reader
         self._pair = pair
+        #: After a record's entries were taken, one `take()` answers None (as an in-process queue
+        #: that the consumer emptied does), so one drain into the inbox holds at most one record.
+        self._pause = False
 
     def _refill(self) -> bool:
         payload = self._reader.next_payload(self._pair)
@@ -256,8 +259,13 @@ class ReplayQueue(BoundedQueue):
         return bool(self._entries)
 
     def take(self) -> Any:
-        if not self._entries and not self._refill():
-            return None
+        if not self._entries:
+            if self._pause:
+                self._pause = False
+                return None
+            if not self._refill():
+                return None
+            self._pause = True
         return self._entries.popleft()
 
     def peek_is_chunk(self) -> bool:
