@@ -57,7 +57,7 @@ def assert_failed_naming_map(job: LocalJob, recorder: Recorder, method: str) -> 
     # the first failure is named; non-cooperative processors run on threads of their own, so a
     # second one may raise in the same instant, before the job's stop reaches its thread
     assert error.processor_index in raised
-    assert len(raised) == 1 or all(not p.is_cooperative() for p in failing)
+    assert len(raised) == 1 or all(not p.behaviour.cooperative for p in failing)
     for p in recorder.processors():
         assert p.count("close") <= 1, p.label
         if p.calls:
