@@ -8,7 +8,6 @@ processor raises `RestartableError`.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 import uuid
@@ -28,8 +27,6 @@ from jetspark.runners.job import JobHandle, JobStatus
 from jetspark.runners.member import MemberExecution, add_metrics, tasklet_metrics
 from jetspark.runners.output import AttemptStaging, OutputCommitter
 from jetspark.runners.results import RESULTS_ATTRIBUTE, ResultCollector
-
-_log = logging.getLogger("jetspark.runners.local")
 
 
 class LocalJob(JobHandle):

@@ -268,9 +268,6 @@ class ReplayQueue(BoundedQueue):
             self._pause = True
         return self._entries.popleft()
 
-    def peek_is_chunk(self) -> bool:
-        return (bool(self._entries) or self._refill()) and type(self._entries[0]) is list
-
     def put_chunk(self, chunk: list[Any]) -> None:
         raise AssertionError(f"{self.name}: a replayed queue takes no input")
 
