@@ -22,6 +22,7 @@ from jetspark.core.errors import DagValidationError
 from jetspark.core.partitioner import DEFAULT_PARTITION_COUNT
 from jetspark.core.processor import Processor
 from jetspark.core.suppliers import ProcessorSupplier, resolve_member_supplier
+from jetspark.planning.defs import EdgeDef
 from jetspark.planning.partitions import PartitionArrangement
 
 ProcessorId = tuple[int, int]  # (member index, local index)
@@ -29,16 +30,14 @@ ProcessorId = tuple[int, int]  # (member index, local index)
 
 @attrs.define
 class VertexPlan:
-    vertex: Vertex
+    """One planned vertex: no meta supplier (that stays in the coordinator's DAG), so it pickles."""
+
+    name: str
     local_parallelism: int
     #: member index -> supplier, None where the member runs no processor of this vertex.
     suppliers: dict[int, ProcessorSupplier | None]
-    inbound: list[Edge]
-    outbound: list[Edge]
-
-    @property
-    def name(self) -> str:
-        return self.vertex.name
+    inbound: list[EdgeDef]
+    outbound: list[EdgeDef]
 
     def members(self) -> list[int]:
         return [m for m, s in self.suppliers.items() if s is not None]
@@ -59,7 +58,10 @@ class EdgeTargets:
 
 @attrs.define
 class ExecutionPlan:
-    dag: DAG
+    """Everything a member needs to run its share of a job; picklable, without the DAG."""
+
+    #: In the DAG's edge order (`EdgeDef.index` is the position).
+    edges: tuple[EdgeDef, ...]
     config: JobConfig
     job_id: str
     execution_id: str
@@ -72,6 +74,13 @@ class ExecutionPlan:
 
     def vertex_plan(self, name: str) -> VertexPlan:
         return self.vertices[name]
+
+    def edge_def(self, edge: Edge) -> EdgeDef:
+        """The plan's definition of the DAG edge `edge`."""
+        for definition in self.edges:
+            if definition.source_name == edge.source.name and definition.source_ordinal == edge.source_ordinal:
+                return definition
+        raise KeyError(f"edge {edge.name} is not in this plan")
 
     def processor_context(self, vertex: str, member: int, local_index: int) -> ProcessorContext:
         vp = self.vertices[vertex]
@@ -87,7 +96,7 @@ class ExecutionPlan:
         return SupplierContext(**self._supplier_context_fields(self.vertices[vertex], member))
 
     def _supplier_context_fields(self, vp: VertexPlan, member: int) -> dict[str, Any]:
-        fields = _meta_fields(self, vp.vertex, vp.local_parallelism)
+        fields = _meta_fields(self, vp.name, vp.local_parallelism)
         fields["member_index"] = member
         fields["member_partitions"] = self.arrangement.member_partitions(member)
         return fields
@@ -117,11 +126,10 @@ class ExecutionPlan:
             raise DagValidationError(f"vertex {vertex!r}: supplier {problem}")
         return processors
 
-    def consumers_of(self, edge: Edge, producer: ProcessorId) -> EdgeTargets:
+    def consumers_of(self, edge: EdgeDef, producer: ProcessorId) -> EdgeTargets:
         """The consumer processors `producer` sends to on `edge`."""
-        assert edge.destination is not None
-        up = self.vertices[edge.source.name]
-        down = self.vertices[edge.destination.name]
+        up = self.vertices[edge.source_name]
+        down = self.vertices[edge.destination_name]
         member, local_index = producer
         all_consumers = down.processor_ids()
         if edge.is_distributed:
@@ -162,30 +170,30 @@ class ExecutionPlan:
             targets.consumers_by_member = [by_member[m] for m in sorted(by_member)]
         return targets
 
-    def producers_of(self, edge: Edge, consumer: ProcessorId) -> list[ProcessorId]:
+    def producers_of(self, edge: EdgeDef, consumer: ProcessorId) -> list[ProcessorId]:
         """The producer processors that send to `consumer` on `edge` (the inverse of `consumers_of`)."""
-        up = self.vertices[edge.source.name]
+        up = self.vertices[edge.source_name]
         return [p for p in up.processor_ids() if consumer in self.consumers_of_cached(edge, p)]
 
-    def consumers_of_cached(self, edge: Edge, producer: ProcessorId) -> set[ProcessorId]:
-        key = (edge.source.name, edge.source_ordinal, producer)
+    def consumers_of_cached(self, edge: EdgeDef, producer: ProcessorId) -> set[ProcessorId]:
+        key = (edge.source_name, edge.source_ordinal, producer)
         cache = self._consumer_cache
         if key not in cache:
             cache[key] = set(self.consumers_of(edge, producer).consumers)
         return cache[key]
 
 
-def _meta_fields(plan: ExecutionPlan, vertex: Vertex, local_parallelism: int) -> dict[str, Any]:
+def _meta_fields(plan: ExecutionPlan, vertex: str, local_parallelism: int) -> dict[str, Any]:
     return {
         "job_id": plan.job_id,
         "execution_id": plan.execution_id,
         "job_config": plan.config,
-        "vertex_name": vertex.name,
+        "vertex_name": vertex,
         "local_parallelism": local_parallelism,
         "member_count": plan.member_count,
         "partition_count": plan.arrangement.partition_count,
         "partition_assignment": plan.arrangement.assignment(),
-        "logger": logging.getLogger(f"jetspark.vertex.{vertex.name}"),
+        "logger": logging.getLogger(f"jetspark.vertex.{vertex}"),
     }
 
 
@@ -237,8 +245,9 @@ def build_plan(
     dag.validate()
     if member_count < 1:
         raise DagValidationError(f"member count must be >= 1, got {member_count}")
+    edges = tuple(EdgeDef.of(edge, i) for i, edge in enumerate(dag.edges))
     plan = ExecutionPlan(
-        dag=dag,
+        edges=edges,
         config=config,
         job_id=job_id or uuid.uuid4().hex[:16],
         execution_id=execution_id or uuid.uuid4().hex[:16],
@@ -249,22 +258,21 @@ def build_plan(
     )
     for vertex in dag.topological_order():
         lp = resolve_local_parallelism(vertex, config)
-        meta_context = MetaSupplierContext(**_meta_fields(plan, vertex, lp))
+        meta_context = MetaSupplierContext(**_meta_fields(plan, vertex.name, lp))
         vertex.meta_supplier.init(meta_context)
         members: Sequence[int] = range(member_count)
         returned = vertex.meta_supplier.get(list(members))
         suppliers = {m: resolve_member_supplier(returned, m) for m in members}
         plan.vertices[vertex.name] = VertexPlan(
-            vertex=vertex,
+            name=vertex.name,
             local_parallelism=lp,
             suppliers=suppliers,
-            inbound=dag.inbound_edges(vertex.name),
-            outbound=dag.outbound_edges(vertex.name),
+            inbound=sorted((e for e in edges if e.destination_name == vertex.name), key=lambda e: e.dest_ordinal),
+            outbound=sorted((e for e in edges if e.source_name == vertex.name), key=lambda e: e.source_ordinal),
         )
-    for edge in dag.edges:
-        assert edge.destination is not None
-        up = plan.vertices[edge.source.name]
-        down = plan.vertices[edge.destination.name]
+    for edge in edges:
+        up = plan.vertices[edge.source_name]
+        down = plan.vertices[edge.destination_name]
         if edge.routing is RoutingPolicy.ISOLATED and down.local_parallelism < up.local_parallelism:
             raise DagValidationError(
                 f"edge {edge.name}: an isolated edge needs the destination's local parallelism "

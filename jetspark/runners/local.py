@@ -240,7 +240,7 @@ class LocalJob(JobHandle):
             if member is not None:
                 member.close(failure)
             if plan is not None:
-                _close_meta_suppliers(plan, failure)
+                _close_meta_suppliers(self.dag, plan, failure)
 
     def _tick(self) -> None:
         context = self._snapshot_context
@@ -272,12 +272,12 @@ class LocalJob(JobHandle):
         return True
 
 
-def _close_meta_suppliers(plan: ExecutionPlan, error: BaseException | None) -> None:
-    for vp in plan.vertices.values():
+def _close_meta_suppliers(dag: DAG, plan: ExecutionPlan, error: BaseException | None) -> None:
+    for vertex in dag:
         try:
-            vp.vertex.meta_supplier.close(error)
+            vertex.meta_supplier.close(error)
         except Exception:
-            plan.logger.exception("vertex %r: ProcessorMetaSupplier.close() failed", vp.name)
+            plan.logger.exception("vertex %r: ProcessorMetaSupplier.close() failed", vertex.name)
 
 
 class LocalRunner:

@@ -19,7 +19,6 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from jetspark.core.edge import Edge
 from jetspark.core.errors import JobFailedError
 from jetspark.core.processor import Processor
 from jetspark.core.suppliers import ProcessorSupplier
@@ -27,6 +26,7 @@ from jetspark.engine.execution import Execution
 from jetspark.engine.queue import BoundedQueue
 from jetspark.engine.snapshot import SnapshotContext, SnapshotData
 from jetspark.engine.tasklet import ProcessorTasklet
+from jetspark.planning.defs import EdgeDef
 from jetspark.planning.plan import ExecutionPlan, ProcessorId
 from jetspark.runners.wiring import ProcessorKey, wire
 
@@ -34,7 +34,7 @@ _log = logging.getLogger("jetspark.runners")
 
 #: (vertex name, member index)
 Placement = tuple[str, int]
-ExternalQueues = Callable[[Edge, ProcessorId, ProcessorId], BoundedQueue | None]
+ExternalQueues = Callable[[EdgeDef, ProcessorId, ProcessorId], BoundedQueue | None]
 
 
 class MemberExecution:

@@ -15,7 +15,7 @@ from itertools import chain
 from typing import Any
 
 from jetspark.core.config import ProcessingGuarantee
-from jetspark.core.edge import Edge, RoutingPolicy
+from jetspark.core.edge import RoutingPolicy
 from jetspark.core.errors import JobFailedError
 from jetspark.core.partitioner import default_partitioner
 from jetspark.core.processor import Processor
@@ -33,12 +33,13 @@ from jetspark.engine.routing import (
 )
 from jetspark.engine.snapshot import SnapshotContext, SnapshotData
 from jetspark.engine.tasklet import ProcessorTasklet
+from jetspark.planning.defs import EdgeDef
 from jetspark.planning.plan import EdgeTargets, ExecutionPlan, ProcessorId
 
 ProcessorKey = tuple[str, int, int]  # (vertex, member, local index)
 
 
-def make_collector(edge: Edge, targets: EdgeTargets, queues: list[BoundedQueue], start: int) -> OutboundCollector:
+def make_collector(edge: EdgeDef, targets: EdgeTargets, queues: list[BoundedQueue], start: int) -> OutboundCollector:
     """The collector for one producer on one edge, given the queues to its `targets.consumers`."""
     if not queues:
         return DroppingCollector()
@@ -101,7 +102,7 @@ def wire(
     restore_data: SnapshotData | None,
     attributes: dict[str, Any],
     batch_size: int,
-    external_queues: Callable[[Edge, ProcessorId, ProcessorId], BoundedQueue | None] | None = None,
+    external_queues: Callable[[EdgeDef, ProcessorId, ProcessorId], BoundedQueue | None] | None = None,
 ) -> list[ProcessorTasklet]:
     """Connect `processors` with queues and return their tasklets in topological order.
 
@@ -116,12 +117,11 @@ def wire(
     queues: dict[tuple[int, ProcessorId, ProcessorId], BoundedQueue] = {}
     present = {(m, i) for (_, m, i) in processors}
 
-    def queue_for(edge: Edge, producer: ProcessorId, consumer: ProcessorId) -> BoundedQueue | None:
-        key = (id(edge), producer, consumer)
+    def queue_for(edge: EdgeDef, producer: ProcessorId, consumer: ProcessorId) -> BoundedQueue | None:
+        key = (edge.index, producer, consumer)
         if key not in queues:
-            assert edge.destination is not None
-            producer_here = (edge.source.name, *producer) in processors
-            consumer_here = (edge.destination.name, *consumer) in processors
+            producer_here = (edge.source_name, *producer) in processors
+            consumer_here = (edge.destination_name, *consumer) in processors
             if producer_here and consumer_here:
                 queue: BoundedQueue | None = BoundedQueue(
                     edge.queue_size, f"{edge.name} {producer}->{consumer}"

@@ -103,7 +103,7 @@ def test_plan_routes_partitioned_edges_to_the_arrangement_owner(
     plan = build_plan(dag, JobConfig(), members, partition_count=partitions)
     arrangement = plan.arrangement
     for producer in plan.vertex_plan("up").processor_ids():
-        targets = plan.consumers_of(edge, producer)
+        targets = plan.consumers_of(plan.edge_def(edge), producer)
         assert targets.partition_to_consumer is not None
         for p, index in enumerate(targets.partition_to_consumer):
             member, local = targets.consumers[index]
@@ -115,7 +115,7 @@ def test_plan_routes_partitioned_edges_to_the_arrangement_owner(
             else:
                 assert (member, local) == (producer[0], p % lp_down)
     for consumer in plan.vertex_plan("down").processor_ids():
-        producers = plan.producers_of(edge, consumer)
+        producers = plan.producers_of(plan.edge_def(edge), consumer)
         expected = plan.vertex_plan("up").processor_ids()
         if not distributed:
             expected = [p for p in expected if p[0] == consumer[0]]

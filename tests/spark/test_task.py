@@ -21,7 +21,6 @@ from jetspark.planning.stages import build_stages
 from jetspark.runners.local import LocalRunner
 from jetspark.runners.spark.failures import TaskFailure, decode_failure
 from jetspark.runners.spark.records import DRIVER, ResultRecord, dumps
-from jetspark.runners.spark.shipping import slim_plan
 from jetspark.runners.spark.task import TaskSpec, run_stage_task
 from tests.e2e.shapes import SHAPES, normalized
 from tests.spark import dags
@@ -32,7 +31,7 @@ def run_by_hand(dag: DAG, members: int, seed: int, record_items: int = 1) -> dic
     plan = build_plan(dag, JobConfig(member_count=members), members)
     stages = build_stages(dag)
     carriers = {s.index: (s.downstream[0] if s.downstream else DRIVER) for s in stages.stages}
-    spec = dumps(TaskSpec(slim_plan(plan), stages, carriers, 1024, record_items))
+    spec = dumps(TaskSpec(plan, stages, carriers, 1024, record_items))
     inputs: dict[int, dict[int, list[Any]]] = {
         s.index: {m: [] for m in range(members)} for s in stages.stages
     }

@@ -40,7 +40,7 @@ def test_partitioned_input_goes_where_a_distributed_partitioned_edge_sends_it(la
     edge = Edge.between(source, target).partitioned(lambda x: x).distributed()
     dag.edge(edge)
     plan = build_plan(dag, JobConfig(), layout.member_count)
-    targets = plan.consumers_of(edge, (0, 0))
+    targets = plan.consumers_of(plan.edge_def(edge), (0, 0))
     assert targets.partition_to_consumer is not None
     router = Router(layout, plan.arrangement.partition_count, [InputRouting(key_fn=lambda x: x)])
     items = list(range(60))

@@ -42,7 +42,7 @@ from jetspark.runners.spark.records import (
     dumps,
 )
 from jetspark.runners.spark.session import call_site, get_session
-from jetspark.runners.spark.shipping import check_picklable, slim_plan
+from jetspark.runners.spark.shipping import check_picklable
 from jetspark.runners.spark.sinks import DataFrameSink
 from jetspark.runners.spark.sources import RddSource
 from jetspark.runners.spark.task import TaskSpec, run_stage_task, source_records
@@ -220,8 +220,8 @@ class SparkJob(JobHandle):
         return staged
 
     def _write_dataframes(self) -> None:
-        for name, vp in self.plan.vertices.items():
-            sink = vp.vertex.meta_supplier
+        for name in self.plan.vertices:
+            sink = self.dag.get_vertex(name).meta_supplier
             if isinstance(sink, DataFrameSink):
                 try:
                     self._dataframes[name] = sink.write(self.spark, self.result(name))
@@ -233,11 +233,11 @@ class SparkJob(JobHandle):
                     raise error from cause
 
     def _close_meta_suppliers(self, error: BaseException | None) -> None:
-        for vp in self.plan.vertices.values():
+        for vertex in self.dag:
             try:
-                vp.vertex.meta_supplier.close(error)
+                vertex.meta_supplier.close(error)
             except Exception:
-                _log.exception("vertex %r: ProcessorMetaSupplier.close() failed", vp.name)
+                _log.exception("vertex %r: ProcessorMetaSupplier.close() failed", vertex.name)
 
 
 class SparkRunner:
@@ -283,11 +283,11 @@ class SparkRunner:
         stages = build_stages(dag)
         check_picklable(plan, config)
         carriers = {s.index: (s.downstream[0] if s.downstream else DRIVER) for s in stages.stages}
-        rdd_sources = frozenset(n for n, vp in plan.vertices.items() if isinstance(vp.vertex.meta_supplier, RddSource))
-        spec = TaskSpec(slim_plan(plan), stages, carriers, self.batch_size, self.record_items, rdd_sources)
+        rdd_sources = frozenset(v.name for v in dag if isinstance(v.meta_supplier, RddSource))
+        spec = TaskSpec(plan, stages, carriers, self.batch_size, self.record_items, rdd_sources)
         spec_bytes = dumps(spec)
         name = config.name or f"job-{job_id}"
-        final_rdd, persisted = self._build_rdds(sc, name, spec_bytes, plan, stages)
+        final_rdd, persisted = self._build_rdds(sc, name, spec_bytes, dag, plan, stages)
         committer = OutputCommitter.of(job_id, dag)
         committer.prepare()
         return SparkJob(spark, dag, config, plan, stages, final_rdd, persisted, committer).start()
@@ -297,16 +297,12 @@ class SparkRunner:
         return self.submit(dag, config).join(timeout)
 
     def _build_rdds(
-        self, sc: Any, name: str, spec_bytes: bytes, plan: ExecutionPlan, stages: StagePlan
+        self, sc: Any, name: str, spec_bytes: bytes, dag: DAG, plan: ExecutionPlan, stages: StagePlan
     ) -> tuple[Any, list[Any]]:
         from pyspark import StorageLevel
 
         members = plan.member_count
-        rdd_sources = {
-            n: vp.vertex.meta_supplier.rdd
-            for n, vp in plan.vertices.items()
-            if isinstance(vp.vertex.meta_supplier, RddSource)
-        }
+        rdd_sources = {v.name: v.meta_supplier.rdd for v in dag if isinstance(v.meta_supplier, RddSource)}
         outputs: dict[int, Any] = {}
         persisted: list[Any] = []
 

@@ -27,9 +27,9 @@ from typing import Any
 import attrs
 
 from jetspark.core.context import RESULTS_ATTRIBUTE
-from jetspark.core.edge import Edge
 from jetspark.core.errors import JobFailedError
 from jetspark.engine.queue import BoundedQueue
+from jetspark.planning.defs import EdgeDef
 from jetspark.planning.plan import ExecutionPlan, ProcessorId
 from jetspark.planning.stages import StagePlan
 from jetspark.processors.staging import STAGING_ATTRIBUTE
@@ -95,7 +95,6 @@ def run_stage_task(
     plan = spec.plan
     stage = spec.stages.stages[stage_index]
     carrier = spec.carriers[stage_index]
-    edge_index = {id(e): i for i, e in enumerate(plan.dag.edges)}
     output = TaskOutput()
     reader = ShuffleReader(iter(records)) if direct_source is None else None
     inputs: dict[str, SourceInput] = {}
@@ -107,12 +106,11 @@ def run_stage_task(
     staging = AttemptStaging(plan.job_id, _attempt_id())
     results = StreamingResults(output, member, carrier, spec.record_items)
 
-    def external(edge: Edge, producer: ProcessorId, consumer: ProcessorId) -> BoundedQueue:
-        index = edge_index[id(edge)]
-        assert edge.destination is not None
+    def external(edge: EdgeDef, producer: ProcessorId, consumer: ProcessorId) -> BoundedQueue:
+        index = edge.index
         name = f"edge {edge.name} {producer}->{consumer}"
-        if edge.source.name in stage.vertices and producer[0] == member:
-            target = spec.stages.stage_of[edge.destination.name]
+        if edge.source_name in stage.vertices and producer[0] == member:
+            target = spec.stages.stage_of[edge.destination_name]
             return CaptureQueue(
                 name, index, producer, consumer, target, spec.record_items, output, edge.queue_size
             )

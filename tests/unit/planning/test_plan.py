@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pickle
+import threading
 from collections.abc import Sequence
 
+import cloudpickle
 import pytest
 
 from jetspark.core import (
@@ -155,21 +158,21 @@ def test_a_supplier_returning_a_non_processor_names_the_vertex() -> None:
 def test_a_local_edge_stays_on_the_producers_member() -> None:
     dag, edge = two_vertices("unicast")
     plan = build_plan(dag, JobConfig(), 2)
-    assert plan.consumers_of(edge, (1, 0)).consumers == [(1, 0), (1, 1)]
+    assert plan.consumers_of(plan.edge_def(edge), (1, 0)).consumers == [(1, 0), (1, 1)]
 
 
 def test_a_distributed_edge_reaches_every_member() -> None:
     dag, edge = two_vertices("broadcast", distributed=True)
     plan = build_plan(dag, JobConfig(), 2)
-    assert plan.consumers_of(edge, (1, 0)).consumers == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert plan.consumers_of(plan.edge_def(edge), (1, 0)).consumers == [(0, 0), (0, 1), (1, 0), (1, 1)]
 
 
 def test_an_isolated_edge_pairs_processors() -> None:
     dag, edge = two_vertices("isolated", up_lp=2, down_lp=4)
     plan = build_plan(dag, JobConfig(), 1)
-    assert plan.consumers_of(edge, (0, 0)).consumers == [(0, 0), (0, 2)]
-    assert plan.consumers_of(edge, (0, 1)).consumers == [(0, 1), (0, 3)]
-    assert plan.producers_of(edge, (0, 3)) == [(0, 1)]
+    assert plan.consumers_of(plan.edge_def(edge), (0, 0)).consumers == [(0, 0), (0, 2)]
+    assert plan.consumers_of(plan.edge_def(edge), (0, 1)).consumers == [(0, 1), (0, 3)]
+    assert plan.producers_of(plan.edge_def(edge), (0, 3)) == [(0, 1)]
 
 
 def test_an_isolated_edge_needs_enough_consumers() -> None:
@@ -182,7 +185,8 @@ def test_an_isolated_edge_needs_enough_consumers() -> None:
 
 def test_a_fanout_edge_groups_consumers_by_member() -> None:
     dag, edge = two_vertices("fanout", distributed=True)
-    targets = build_plan(dag, JobConfig(), 3).consumers_of(edge, (0, 0))
+    plan = build_plan(dag, JobConfig(), 3)
+    targets = plan.consumers_of(plan.edge_def(edge), (0, 0))
     assert targets.consumers_by_member == [[0, 1], [2, 3], [4, 5]]
 
 
@@ -196,7 +200,7 @@ def test_a_partitioned_edge_to_a_member_without_the_owner_is_an_error() -> None:
     with pytest.raises(
         DagValidationError, match=r"partition 1 belongs to processor \(1, 0\) of vertex 'down'"
     ):
-        plan.consumers_of(edge, (0, 0))
+        plan.consumers_of(plan.edge_def(edge), (0, 0))
 
 
 def test_producers_of_is_the_inverse_of_consumers_of() -> None:
@@ -206,8 +210,8 @@ def test_producers_of_is_the_inverse_of_consumers_of() -> None:
             plan = build_plan(dag, JobConfig(), 2, partition_count=20)
             producers = plan.vertex_plan("up").processor_ids()
             for consumer in plan.vertex_plan("down").processor_ids():
-                expected = [p for p in producers if consumer in plan.consumers_of(edge, p).consumers]
-                assert plan.producers_of(edge, consumer) == expected, (routing, distributed, consumer)
+                expected = [p for p in producers if consumer in plan.consumers_of(plan.edge_def(edge), p).consumers]
+                assert plan.producers_of(plan.edge_def(edge), consumer) == expected, (routing, distributed, consumer)
 
 
 def test_processors_of_a_rejected_supplier_result_are_closed() -> None:
@@ -231,3 +235,25 @@ def test_processors_of_a_rejected_supplier_result_are_closed() -> None:
     with pytest.raises(DagValidationError, match="vertex 'v': supplier returned 3 processors"):
         plan.create_processors("v", 0)
     assert len(closed) == 3
+
+
+def test_a_plan_pickles_without_the_dag_or_its_meta_suppliers() -> None:
+    """Executors get the plan; a meta supplier that cannot be pickled stays with the coordinator."""
+    class LockedMeta(ProcessorMetaSupplier):
+        def __init__(self) -> None:
+            self.lock = threading.Lock()  # not picklable
+
+        def get(self, member_indexes: Sequence[int]) -> MemberSuppliers:
+            return lambda member: ProcessorSupplier.of(Noop)
+
+    dag = DAG()
+    up = dag.new_vertex("up", LockedMeta(), 2)
+    down = dag.new_vertex("down", Noop, 1)
+    dag.edge(Edge.between(up, down).partitioned(lambda x: x % 7).distributed().with_priority(3))
+    plan = build_plan(dag, JobConfig(), 2)
+    copy = pickle.loads(cloudpickle.dumps(plan))
+    (edge,) = copy.edges
+    assert (edge.index, edge.source_name, edge.destination_name, edge.priority) == (0, "up", "down", 3)
+    assert copy.vertices["down"].inbound[0] is edge and copy.vertices["up"].outbound[0] is edge
+    assert edge.key_fn(15) == 1
+    assert copy.consumers_of(edge, (1, 1)).consumers == [(0, 0), (1, 0)]
