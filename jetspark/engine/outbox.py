@@ -22,13 +22,15 @@ from typing import Any
 
 from jetspark.core.errors import ProcessorContractError
 from jetspark.core.outbox import Outbox
+from jetspark.core.partitioner import DEFAULT_PARTITION_COUNT
 from jetspark.core.watermark import IDLE_TIMESTAMP, Watermark
 from jetspark.engine.routing import OutboundCollector
+from jetspark.engine.snapshot import SnapshotEntry, entry_partition
 
 _NOTHING: Any = object()
 _NONE_TYPE = type(None)
 DEFAULT_BATCH_SIZE = 1024
-SnapshotSink = Callable[[list[tuple[Any, bytes]]], None]
+SnapshotSink = Callable[[list[SnapshotEntry]], None]
 
 
 def _same_item(a: Any, b: Any) -> bool:
@@ -49,14 +51,16 @@ class OutboxImpl(Outbox):
         owner: str,
         batch_size: int = DEFAULT_BATCH_SIZE,
         snapshot_sink: SnapshotSink | None = None,
+        partition_count: int = DEFAULT_PARTITION_COUNT,
     ) -> None:
         self.collectors = list(collectors)
         self.owner = owner
         self.batch_size = batch_size
         self.buffers: list[list[Any]] = [[] for _ in self.collectors]
         self._last_watermarks = [-(2**63)] * len(self.collectors)
-        self.snapshot_buffer: list[tuple[Any, bytes]] = []
+        self.snapshot_buffer: list[SnapshotEntry] = []
         self._snapshot_sink = snapshot_sink
+        self._partition_count = partition_count
         self._unfinished_item: Any = _NOTHING
         self._unfinished_ordinals: tuple[int, ...] = ()
         self._accepted: set[int] = set()
@@ -152,12 +156,23 @@ class OutboxImpl(Outbox):
             self._reject((key, value), (-2,))
             return False
         try:
+            partition = entry_partition(key, self._partition_count)
+        except Exception as error:
+            raise ProcessorContractError(
+                f"{self.owner}: snapshot key {key!r} cannot be routed to a partition on restore: {error}"
+            ) from error
+        try:
+            key_bytes = pickle.dumps(key, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as error:
+            raise ProcessorContractError(f"{self.owner}: snapshot key {key!r} cannot be pickled: {error}") from error
+        try:
             value_bytes = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as error:
             raise ProcessorContractError(
                 f"{self.owner}: snapshot value for key {key!r} cannot be pickled: {error}"
             ) from error
-        self.snapshot_buffer.append((key, value_bytes))
+        entry = SnapshotEntry(partition, key_bytes, value_bytes)
+        self.snapshot_buffer.append(entry)
         self._clear_unfinished()
         return True
 

@@ -10,14 +10,51 @@ coordinator stores the snapshot) and phase 2 is requested; tasklets that took pa
 
 from __future__ import annotations
 
+import pickle
 import threading
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
 
 import attrs
 
-#: vertex name -> list of (key, pickled value) entries, from every processor of the vertex.
-SnapshotData = dict[str, list[tuple[Any, bytes]]]
+from jetspark.core.partitioner import default_partitioner
+from jetspark.core.watermark import BroadcastKey
+
+#: The partition of an entry whose key is a `BroadcastKey`: restored by every processor.
+BROADCAST_PARTITION = -1
+
+
+class SnapshotEntry(NamedTuple):
+    """One saved key/value pair, serialized when it was offered (Jet: the processor may mutate
+    both as soon as `offer_to_snapshot` returns). `partition` is the key's partition, computed then
+    too, so a key that cannot be routed is refused at offer time, not found at restore."""
+
+    partition: int
+    key: bytes
+    value: bytes
+
+    def decode(self) -> tuple[Any, Any]:
+        """Fresh objects for the restoring processor."""
+        return pickle.loads(self.key), pickle.loads(self.value)
+
+
+def entry_partition(key: Any, partition_count: int) -> int:
+    """The partition a restore routes `key` by; raises TypeError for a key that cannot be routed."""
+    return BROADCAST_PARTITION if isinstance(key, BroadcastKey) else default_partitioner(key, partition_count)
+
+
+def encode_entry(key: Any, value: Any, partition: int) -> SnapshotEntry:
+    """Serialize one entry (raises pickle's error)."""
+    protocol = pickle.HIGHEST_PROTOCOL
+    return SnapshotEntry(partition, pickle.dumps(key, protocol), pickle.dumps(value, protocol))
+
+
+def decode_entries(entries: Iterable[SnapshotEntry]) -> list[tuple[Any, Any]]:
+    return [entry.decode() for entry in entries]
+
+
+#: vertex name -> entries, from every processor of the vertex.
+SnapshotData = dict[str, list[SnapshotEntry]]
 
 
 @attrs.define
@@ -27,6 +64,10 @@ class Snapshot:
     snapshot_id: int
     data: SnapshotData
     name: str | None = None
+
+    def entries(self, vertex: str) -> list[tuple[Any, Any]]:
+        """The vertex's entries, decoded (fresh copies)."""
+        return decode_entries(self.data.get(vertex, ()))
 
 
 class SnapshotContext:
@@ -65,7 +106,7 @@ class SnapshotContext:
             if self._phase1_remaining == 0:
                 self._complete_phase1()
 
-    def add_entries(self, vertex: str, entries: list[tuple[Any, bytes]]) -> None:
+    def add_entries(self, vertex: str, entries: list[SnapshotEntry]) -> None:
         with self._lock:
             self.data.setdefault(vertex, []).extend(entries)
 

@@ -9,7 +9,6 @@ producer's side and is left out on the consumer's side (see `wire`).
 
 from __future__ import annotations
 
-import pickle
 from collections.abc import Callable
 from itertools import chain
 from typing import Any
@@ -17,9 +16,7 @@ from typing import Any
 from jetspark.core.config import ProcessingGuarantee
 from jetspark.core.edge import RoutingPolicy
 from jetspark.core.errors import JobFailedError
-from jetspark.core.partitioner import default_partitioner
 from jetspark.core.processor import Processor
-from jetspark.core.watermark import BroadcastKey
 from jetspark.engine.inbound import InboundStream
 from jetspark.engine.outbox import OutboxImpl
 from jetspark.engine.queue import BoundedQueue
@@ -31,7 +28,13 @@ from jetspark.engine.routing import (
     PartitionedCollector,
     UnicastCollector,
 )
-from jetspark.engine.snapshot import SnapshotContext, SnapshotData
+from jetspark.engine.snapshot import (
+    BROADCAST_PARTITION,
+    SnapshotContext,
+    SnapshotData,
+    SnapshotEntry,
+    decode_entries,
+)
 from jetspark.engine.tasklet import ProcessorTasklet
 from jetspark.planning.defs import EdgeDef
 from jetspark.planning.plan import EdgeTargets, ExecutionPlan, ProcessorId
@@ -54,22 +57,22 @@ def make_collector(edge: EdgeDef, targets: EdgeTargets, queues: list[BoundedQueu
     return UnicastCollector(queues, start)
 
 
-def route_snapshot_entries(
-    data: SnapshotData, plan: ExecutionPlan, vertex: str
-) -> tuple[dict[int, list[tuple[Any, bytes]]], list[tuple[Any, bytes]]]:
+RoutedEntries = tuple[dict[int, list[SnapshotEntry]], list[SnapshotEntry]]
+
+
+def route_snapshot_entries(data: SnapshotData, plan: ExecutionPlan, vertex: str) -> RoutedEntries:
     """Split a vertex's snapshot entries once: keyed entries by the global index of the processor
-    that owns their key's partition under `plan`, and the `BroadcastKey` entries (for everyone)."""
+    that owns their partition under `plan`, and the broadcast entries (for everyone). Entries carry
+    the partition they were offered with, under the plan's partition count."""
     lp = plan.vertices[vertex].local_parallelism
     arrangement = plan.arrangement
-    count = arrangement.partition_count
-    keyed: dict[int, list[tuple[Any, bytes]]] = {}
-    broadcast: list[tuple[Any, bytes]] = []
-    for key, value in data.get(vertex, ()):
-        if isinstance(key, BroadcastKey):
-            broadcast.append((key, value))
+    keyed: dict[int, list[SnapshotEntry]] = {}
+    broadcast: list[SnapshotEntry] = []
+    for entry in data.get(vertex, ()):
+        if entry.partition == BROADCAST_PARTITION:
+            broadcast.append(entry)
         else:
-            owner = arrangement.global_owner(default_partitioner(key, count), lp)
-            keyed.setdefault(owner, []).append((key, value))
+            keyed.setdefault(arrangement.global_owner(entry.partition, lp), []).append(entry)
     return keyed, broadcast
 
 
@@ -79,11 +82,11 @@ def restore_entries_for(
     vertex: str,
     member: int,
     local_index: int,
-    routed: tuple[dict[int, list[tuple[Any, bytes]]], list[tuple[Any, bytes]]] | None = None,
+    routed: RoutedEntries | None = None,
 ) -> list[tuple[Any, Any]] | None:
     """The snapshot entries processor (vertex, member, local_index) restores, or None if not restoring.
 
-    A `BroadcastKey` entry goes to every processor (each gets its own unpickled copy); any other to
+    A broadcast entry goes to every processor (each gets its own unpickled copy); any other to
     the owner of its key's partition. Pass `routed` (from `route_snapshot_entries`) to route a
     vertex's entries once for all its processors.
     """
@@ -91,8 +94,7 @@ def restore_entries_for(
         return None
     keyed, broadcast = routed if routed is not None else route_snapshot_entries(data, plan, vertex)
     me = member * plan.vertices[vertex].local_parallelism + local_index
-    mine = keyed.get(me, [])
-    return [(key, pickle.loads(value)) for key, value in chain(mine, broadcast)]
+    return decode_entries(chain(keyed.get(me, []), broadcast))
 
 
 def wire(
@@ -137,7 +139,7 @@ def wire(
 
     del present
     tasklets: list[ProcessorTasklet] = []
-    routed_by_vertex: dict[str, tuple[dict[int, list[tuple[Any, bytes]]], list[tuple[Any, bytes]]]] = {}
+    routed_by_vertex: dict[str, RoutedEntries] = {}
     for vertex_name, vp in plan.vertices.items():
         for member, local_index in vp.processor_ids():
             key = (vertex_name, member, local_index)
@@ -160,7 +162,7 @@ def wire(
                 streams.append(InboundStream(edge.dest_ordinal, edge.priority, stream_queues, context.vertex_name, aligned))
             name = f"vertex {vertex_name!r} processor #{context.global_processor_index}"
             snapshot_sink = _snapshot_sink(snapshot_context, vertex_name)
-            outbox = OutboxImpl(collectors, name, batch_size, snapshot_sink)
+            outbox = OutboxImpl(collectors, name, batch_size, snapshot_sink, plan.arrangement.partition_count)
             if restore_data is not None and vertex_name not in routed_by_vertex:
                 routed_by_vertex[vertex_name] = route_snapshot_entries(restore_data, plan, vertex_name)
             restore = restore_entries_for(
@@ -178,8 +180,8 @@ def wire(
     return tasklets
 
 
-def _snapshot_sink(snapshot_context: SnapshotContext, vertex: str) -> Callable[[list[tuple[Any, bytes]]], None]:
-    def sink(entries: list[tuple[Any, bytes]]) -> None:
+def _snapshot_sink(snapshot_context: SnapshotContext, vertex: str) -> Callable[[list[SnapshotEntry]], None]:
+    def sink(entries: list[SnapshotEntry]) -> None:
         snapshot_context.add_entries(vertex, entries)
 
     return sink

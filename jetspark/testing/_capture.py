@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from jetspark.core.context import ProcessorContext
+from jetspark.core.partitioner import DEFAULT_PARTITION_COUNT
 from jetspark.core.processor import Processor
 from jetspark.engine.coalescer import WatermarkCoalescer
 from jetspark.engine.inbox import ListInbox
@@ -61,13 +62,14 @@ class Instance:
         capacity: int,
         snapshot_sink: SnapshotSink,
         position: int,
+        partition_count: int = DEFAULT_PARTITION_COUNT,
     ) -> None:
         self.processor = processor
         self.context = context
         self.position = position
         self.name = f"{type(processor).__name__} #{context.global_processor_index}"
         self.collectors = [CapturingCollector(capacity) for _ in range(output_count)]
-        self.outbox = OutboxImpl(self.collectors, self.name, capacity, snapshot_sink)
+        self.outbox = OutboxImpl(self.collectors, self.name, capacity, snapshot_sink, partition_count)
         self.inbox = ListInbox()
         self.coalescer = WatermarkCoalescer(input_count, f"{self.name} input")  # the harness may replace it
         self.cooperative = True

@@ -26,6 +26,7 @@ from jetspark.core.errors import ProcessorContractError
 from jetspark.core.watermark import Watermark
 from jetspark.engine.coalescer import WatermarkCoalescer
 from jetspark.engine.execution import IdleStrategy
+from jetspark.engine.snapshot import SnapshotEntry
 from jetspark.testing._calls import CallLog, CallRecord, short
 from jetspark.testing._capture import Instance
 from jetspark.testing._context import Layout, ProcessorFactory
@@ -58,7 +59,7 @@ class Harness:
         self.points = 0
         self.snapshots = 0
         self.restores = 0
-        self._entries: list[tuple[Any, bytes]] = []
+        self._entries: list[SnapshotEntry] = []
         self._merge: list[WatermarkCoalescer] | None = None
         self._floor: list[int | None] = [None] * output_count
         self._idle = IdleStrategy()
@@ -91,6 +92,7 @@ class Harness:
                 self.mode.outbox_capacity,
                 self._entries.extend,
                 position,
+                s.partition_count,
             )
             for position, (p, c) in enumerate(made)
         ]
@@ -297,7 +299,7 @@ class Harness:
         if restore:
             self.restore(list(self._entries), layout)
 
-    def restore(self, entries: list[tuple[Any, bytes]], layout: Layout | None = None) -> None:
+    def restore(self, entries: list[SnapshotEntry], layout: Layout | None = None) -> None:
         """Close the processors, start a new execution (next layout of the mode, or `layout`) and
         restore `entries` into its processors."""
         self.close(None)
@@ -307,10 +309,7 @@ class Harness:
         self.log.note(f"restore {self.restores} into {target if self.mode.multi else 'a new processor'}")
         self._create(target)
         for inst in self.instances:
-            if self.router is None:
-                mine = entries
-            else:
-                mine = self.router.entries_for(entries, inst.context.global_processor_index)
+            mine = entries if self.router is None else self.router.entries_for(entries, inst.context.global_processor_index)
             self._restore_into(inst, unpickle_entries(mine))
 
     def _restore_into(self, inst: Instance, entries: list[tuple[Any, Any]]) -> None:

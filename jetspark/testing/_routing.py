@@ -8,14 +8,13 @@ every processor, any other to the owner of its key's partition under the new lay
 
 from __future__ import annotations
 
-import pickle
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
 
 from jetspark.core.partitioner import Partitioner, default_partitioner
-from jetspark.core.watermark import BroadcastKey
+from jetspark.engine.snapshot import BROADCAST_PARTITION, SnapshotEntry, decode_entries
 from jetspark.planning.partitions import PartitionArrangement
 from jetspark.testing._context import Layout
 
@@ -63,17 +62,18 @@ class Router:
                 self._next[ordinal] = (self._next[ordinal] + 1) % count
         return out
 
-    def entries_for(self, entries: Sequence[tuple[Any, Any]], global_index: int) -> list[tuple[Any, Any]]:
+    def entries_for(self, entries: Sequence[SnapshotEntry], global_index: int) -> list[SnapshotEntry]:
+        """The entries a restore gives processor `global_index`: broadcast ones and those whose
+        partition (computed when offered) it owns."""
+        lp = self.layout.local_parallelism
+        owner = self.arrangement.global_owner
         return [
-            (key, value)
-            for key, value in entries
-            if isinstance(key, BroadcastKey) or self.owner(key) == global_index
+            entry
+            for entry in entries
+            if entry.partition == BROADCAST_PARTITION or owner(entry.partition, lp) == global_index
         ]
 
 
-def unpickle_entries(entries: Sequence[tuple[Any, bytes]]) -> list[tuple[Any, Any]]:
-    """Snapshot entries as a restore sees them: key and value each through pickle, as if stored."""
-    return [
-        (pickle.loads(pickle.dumps(key, protocol=pickle.HIGHEST_PROTOCOL)), pickle.loads(value))
-        for key, value in entries
-    ]
+def unpickle_entries(entries: Sequence[SnapshotEntry]) -> list[tuple[Any, Any]]:
+    """Snapshot entries as a restore sees them: key and value as serialized when offered."""
+    return decode_entries(entries)

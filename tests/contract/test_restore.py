@@ -4,7 +4,6 @@ the job resumes with another parallelism or member count."""
 from __future__ import annotations
 
 import itertools
-import pickle
 from typing import Any
 
 import pytest
@@ -41,7 +40,7 @@ def suspended_pipeline(
 
 def saved_entries(job: LocalJob, vertex: str) -> list[tuple[Any, Any]]:
     assert job.last_snapshot is not None
-    return [(key, pickle.loads(value)) for key, value in job.last_snapshot.data.get(vertex, [])]
+    return job.last_snapshot.entries(vertex)
 
 
 def test_restore_from_snapshot_gets_key_value_entries_and_finish_snapshot_restore_follows(

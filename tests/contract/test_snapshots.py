@@ -203,7 +203,7 @@ def test_offer_to_snapshot_allowed_from_snapshot_commit_prepare(
     job = engine.submit(pipeline(engine, recorder, middle, source=source), EXACTLY_ONCE)
     job.suspend(JOB_TIMEOUT)  # the terminal snapshot is one every processor takes part in
     assert job.last_snapshot is not None
-    keys = [key for key, _ in job.last_snapshot.data["map"]]
+    keys = [key for key, _ in job.last_snapshot.entries("map")]
     assert sorted(keys) == sorted(("txn", p.label) for p in recorder.processors("map"))
 
 

@@ -10,7 +10,6 @@ count) and compares the final counts, and the suspend snapshot itself, with the 
 
 from __future__ import annotations
 
-import pickle
 import threading
 from collections import Counter
 from typing import Any
@@ -32,7 +31,7 @@ from jetspark.core import (
     traverse_iterable,
 )
 from jetspark.core.context import RESULTS_ATTRIBUTE
-from jetspark.engine.snapshot import SnapshotData
+from jetspark.engine.snapshot import SnapshotData, encode_entry, entry_partition
 from jetspark.planning.plan import build_plan
 from jetspark.runners.local import JobStatus, LocalRunner
 from jetspark.runners.wiring import restore_entries_for
@@ -74,14 +73,17 @@ def test_every_entry_restores_to_its_partition_owner(
     # The snapshot as the old plan's processors wrote it: each keyed entry from its owner, in
     # processor order, and a few broadcast entries from processor 0.
     old_plan = plan_for(*old, partitions)
-    by_owner: dict[int, list[tuple[Any, bytes]]] = {}
+    by_owner: dict[int, list[tuple[Any, Any]]] = {}
     for key, value in state.items():
         owner = old_plan.arrangement.global_owner(default_partitioner(key, partitions), old[1])
-        by_owner.setdefault(owner, []).append((key, pickle.dumps(value)))
+        by_owner.setdefault(owner, []).append((key, value))
     entries = [entry for owner in sorted(by_owner) for entry in by_owner[owner]]
     broadcasts = {BroadcastKey(("b", n)): value for n, value in enumerate(broadcast_values)}
-    entries += [(key, pickle.dumps(value)) for key, value in broadcasts.items()]
-    data: SnapshotData = {"v": entries, "other vertex": [(1, pickle.dumps("not mine"))]}
+    entries += list(broadcasts.items())
+    data: SnapshotData = {
+        "v": [encode_entry(k, v, entry_partition(k, partitions)) for k, v in entries],
+        "other vertex": [encode_entry(1, "not mine", entry_partition(1, partitions))],
+    }
 
     new_plan = plan_for(*new, partitions)
     received: dict[Any, list[int]] = {}
@@ -272,11 +274,11 @@ def test_suspend_and_resume_counts_every_item_once(
     assert snapshot is not None
 
     # The suspend snapshot is consistent: counted so far + still to emit == everything, once.
-    left = [i for _, value in snapshot.data.get("source", []) for i in pickle.loads(value)]
+    left = [i for _, value in snapshot.entries("source") for i in value]
     assert sorted(left) == sorted(set(left)), "an item is left to emit by two sources"
     counted: Counter[int] = Counter()
-    for key, value in snapshot.data.get("count", []):
-        counted[key] += pickle.loads(value)
+    for key, value in snapshot.entries("count"):
+        counted[key] += value
     emitted = set(range(total)) - set(left)
     assert counted == Counter(run.key(i) for i in emitted)
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import pickle
 from typing import Any, ClassVar
 
 import pytest
 from kit_examples import Dedup
 
 from jetspark import DAG, AbstractProcessor, BroadcastKey, Edge, JobConfig, ProcessorSupplier
+from jetspark.engine.snapshot import decode_entries, encode_entry, entry_partition
 from jetspark.planning.plan import build_plan
 from jetspark.runners.wiring import restore_entries_for
 from jetspark.testing import FailureKind, Layout, ProcessorVerificationError, verify_processor
@@ -23,13 +23,16 @@ def test_snapshot_entries_go_where_the_runner_restores_them(layout: Layout) -> N
     dag = DAG()
     dag.new_vertex("v", Dedup, layout.local_parallelism)
     plan = build_plan(dag, JobConfig(), layout.member_count)
-    data = {"v": [(key, pickle.dumps(i)) for i, key in enumerate(KEYS)]}
-    entries = [(key, i) for i, key in enumerate(KEYS)]
-    router = Router(layout, plan.arrangement.partition_count, [])
+    count = plan.arrangement.partition_count
+    entries = [encode_entry(key, i, entry_partition(key, count)) for i, key in enumerate(KEYS)]
+    router = Router(layout, count, [])
+    restored: list[Any] = []
     for member, local in layout.processor_ids():
-        runner = restore_entries_for(data, plan, "v", member, local)
-        kit = router.entries_for(entries, member * layout.local_parallelism + local)
+        runner = restore_entries_for({"v": entries}, plan, "v", member, local)
+        kit = decode_entries(router.entries_for(entries, member * layout.local_parallelism + local))
         assert kit == runner
+        restored.extend(key for key, _ in kit if not isinstance(key, BroadcastKey))
+    assert sorted(map(repr, restored)) == sorted(repr(k) for k in KEYS if not isinstance(k, BroadcastKey))
 
 
 @pytest.mark.parametrize("layout", LAYOUTS, ids=str)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pickle
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -10,10 +9,12 @@ from typing import Any
 import pytest
 
 from jetspark.core.errors import ProcessorContractError
+from jetspark.core.partitioner import DEFAULT_PARTITION_COUNT, default_partitioner
 from jetspark.core.watermark import IDLE_MESSAGE, Watermark
 from jetspark.engine.outbox import DEFAULT_BATCH_SIZE, OutboxImpl
 from jetspark.engine.queue import BoundedQueue
 from jetspark.engine.routing import BroadcastCollector, DroppingCollector, UnicastCollector
+from jetspark.engine.snapshot import SnapshotEntry, decode_entries
 from jetspark.engine.special import DONE, SnapshotBarrier
 from tests.queues import drain
 
@@ -336,7 +337,7 @@ def test_offer_to_snapshot_is_refused_outside_the_snapshot_methods() -> None:
 
 
 def test_offer_to_snapshot_serializes_at_once_and_reaches_the_sink() -> None:
-    sunk: list[tuple[Any, bytes]] = []
+    sunk: list[SnapshotEntry] = []
     outbox, _ = outbox_to([10], snapshot_sink=sunk.extend)
     outbox.allow_snapshot_offers("save_to_snapshot")
     value = {"count": 1}
@@ -345,7 +346,7 @@ def test_offer_to_snapshot_serializes_at_once_and_reaches_the_sink() -> None:
     outbox.allow_snapshot_offers(None)
     assert sunk == []
     outbox.flush()
-    assert [(k, pickle.loads(v)) for k, v in sunk] == [("k", {"count": 1})]
+    assert decode_entries(sunk) == [("k", {"count": 1})]
     assert outbox.buffered() == 0
 
 
@@ -408,3 +409,38 @@ def test_offer_to_one_ordinal_fills_only_that_bucket_and_then_refuses() -> None:
     with pytest.raises(ProcessorContractError):
         outbox.offer_to(0, "other")  # the rejected item must be offered again first
     assert outbox.buffers == [[], ["a", "b"]]
+
+
+def test_a_snapshot_key_is_serialized_when_offered_so_mutating_it_afterwards_changes_nothing() -> None:
+    """Jet: key and value "can be further mutated as soon as this method returns"."""
+    sunk: list[SnapshotEntry] = []
+    outbox, _ = outbox_to([10], snapshot_sink=sunk.extend)
+    outbox.allow_snapshot_offers("save_to_snapshot")
+    key = Frozen(["a"])
+    assert outbox.offer_to_snapshot(key, 1)
+    key.parts.append("mutated")
+    outbox.flush()
+    ((restored_key, value),) = decode_entries(sunk)
+    assert restored_key.parts == ["a"] and value == 1
+    assert sunk[0].partition == default_partitioner(Frozen(["a"]), DEFAULT_PARTITION_COUNT)
+
+
+def test_a_snapshot_key_that_cannot_be_routed_is_refused_at_offer_naming_the_processor() -> None:
+    outbox, _ = outbox_to([10], snapshot_sink=lambda _entries: None)
+    outbox.allow_snapshot_offers("save_to_snapshot")
+    with pytest.raises(ProcessorContractError, match=r"processor #3: snapshot key \['unhashable'\] cannot be routed"):
+        outbox.offer_to_snapshot(["unhashable"], 1)
+    assert outbox.buffered() == 0
+
+
+class Frozen:
+    """A hashable key whose hash ignores its (mutable) parts; pickled, so routed by its pickle."""
+
+    def __init__(self, parts: list[str]) -> None:
+        self.parts = parts
+
+    def __hash__(self) -> int:
+        return 0
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Frozen) and other.parts == self.parts

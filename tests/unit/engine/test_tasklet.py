@@ -7,14 +7,13 @@ keeps the cases that need one tasklet stepped by hand with a real queue and snap
 from __future__ import annotations
 
 import itertools
-import pickle
 from typing import Any
 
 from jetspark.core import DAG, AbstractProcessor, JobConfig
 from jetspark.engine.outbox import OutboxImpl
 from jetspark.engine.queue import BoundedQueue
 from jetspark.engine.routing import UnicastCollector
-from jetspark.engine.snapshot import SnapshotContext
+from jetspark.engine.snapshot import SnapshotContext, decode_entries
 from jetspark.engine.special import SnapshotBarrier
 from jetspark.engine.tasklet import ProcessorTasklet, State
 from jetspark.planning.plan import build_plan
@@ -79,7 +78,7 @@ def snapshot_taken_consistently(processor: Counting, snapshots: SnapshotContext,
     assert isinstance(stream[-1], SnapshotBarrier) and stream[-1].snapshot_id == 0
     items = stream[:-1]
     assert items == list(range(len(items)))
-    (saved,) = [pickle.loads(v) for k, v in snapshots.data["source"] if k == "next"]
+    (saved,) = [v for k, v in decode_entries(snapshots.data["source"]) if k == "next"]
     assert saved == len(items), "the snapshot must cover exactly the items before the barrier"
     assert processor.unfinished_at_save and not any(processor.unfinished_at_save)
 
