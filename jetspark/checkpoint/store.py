@@ -1,0 +1,392 @@
+"""Snapshots on a file system: one directory per job under a checkpoint root (any fsspec URL).
+
+Layout under the root::
+
+    <job>/LATEST                         which snapshot is committed last, and its manifest's checksum
+    <job>/snapshots/<id>/manifest.json   the files of snapshot <id>, their segments and checksums
+    <job>/snapshots/<id>/<file>.snap     entries grouped by partition (`entries.py`)
+    exported/<name>/...                  a named snapshot (`export`), usable by any job
+
+A snapshot is committed when `LATEST` names it: the manifest is written only after every file, and
+`LATEST` is replaced atomically (write a temporary file, then rename) only after the manifest. A
+snapshot directory newer than `LATEST` belongs to a commit that never happened and is deleted when
+the store opens. The last `retain` committed snapshots are kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+import uuid
+from collections.abc import Collection, Iterable, Iterator
+from typing import Any
+
+import attrs
+import fsspec
+
+from jetspark.checkpoint.entries import (
+    CorruptSnapshotError,
+    Entry,
+    Segment,
+    decode_segment,
+    encode,
+    wanted_ranges,
+)
+
+FORMAT = 1
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+def check_name(kind: str, name: str) -> str:
+    """A job or snapshot name becomes one directory name: nothing may escape the root."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ValueError(
+            f"{kind} name {name!r} cannot name a checkpoint directory: use 1-128 letters, digits, '.', '_' "
+            "or '-', starting with a letter or digit"
+        )
+    return name
+
+
+@attrs.frozen
+class SnapshotFile:
+    """One written file of a snapshot, as its manifest records it."""
+
+    name: str
+    vertex: str
+    size: int
+    sha256: str
+    entry_count: int
+    segments: tuple[Segment, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "vertex": self.vertex,
+            "size": self.size,
+            "sha256": self.sha256,
+            "entries": self.entry_count,
+            "segments": [[s.partition, s.offset, s.length, s.crc32] for s in self.segments],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SnapshotFile:
+        return cls(
+            name=check_name("snapshot file", data["name"]),
+            vertex=data["vertex"],
+            size=int(data["size"]),
+            sha256=data["sha256"],
+            entry_count=int(data["entries"]),
+            segments=tuple(Segment(*map(int, s)) for s in data["segments"]),
+        )
+
+
+@attrs.frozen
+class Manifest:
+    """A committed (or exported) snapshot: where its files are and what they hold."""
+
+    directory: str
+    job: str
+    snapshot_id: int
+    partition_count: int
+    created: float
+    files: tuple[SnapshotFile, ...]
+    checksum: str
+    #: Free-form facts of the runner (for example the member count it was taken with).
+    extra: dict[str, Any] = attrs.field(factory=dict)
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(f.size for f in self.files)
+
+    def vertices(self) -> set[str]:
+        return {f.vertex for f in self.files}
+
+
+def _body_checksum(body: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+class CheckpointStore:
+    """The snapshots of one job under `root` (a local path or an fsspec URL such as `memory://x`)."""
+
+    def __init__(
+        self, root: str, job: str, retain: int = 3, storage_options: dict[str, Any] | None = None
+    ) -> None:
+        if retain < 1:
+            raise ValueError(f"snapshots to retain must be >= 1, got {retain}")
+        self.fs, self.root = fsspec.core.url_to_fs(root, **(storage_options or {}))
+        self.root = self.root.rstrip("/")
+        self.job = check_name("job", job)
+        self.retain = retain
+        self.job_dir = f"{self.root}/{job}"
+        self.fs.makedirs(f"{self.job_dir}/snapshots", exist_ok=True)
+        self._drop_uncommitted()
+
+    # ---- writing --------------------------------------------------------------------------
+
+    def snapshot_dir(self, snapshot_id: int) -> str:
+        return f"{self.job_dir}/snapshots/{snapshot_id:010d}"
+
+    def write_file(
+        self, snapshot_id: int, vertex: str, writer: str, entries: Iterable[Entry]
+    ) -> SnapshotFile:
+        """Write one file of snapshot `snapshot_id`: the entries of `vertex` from one writer (a member)."""
+        encoded = encode(entries)
+        name = check_name("snapshot file", f"{writer}.snap")
+        directory = self.snapshot_dir(snapshot_id)
+        self.fs.makedirs(directory, exist_ok=True)
+        self.fs.pipe_file(f"{directory}/{name}", encoded.data)
+        return SnapshotFile(
+            name, vertex, len(encoded.data), encoded.sha256, encoded.entry_count, encoded.segments
+        )
+
+    def commit(
+        self,
+        snapshot_id: int,
+        files: Collection[SnapshotFile],
+        partition_count: int,
+        extra: dict[str, Any] | None = None,
+    ) -> Manifest:
+        """Write the manifest, then move `LATEST` to it: from then on the snapshot is committed."""
+        latest = self.latest_id()
+        if latest is not None and snapshot_id <= latest:
+            raise ValueError(
+                f"job {self.job!r}: snapshot {snapshot_id} is not newer than the committed {latest}"
+            )
+        manifest = self._write_manifest(
+            self.snapshot_dir(snapshot_id), snapshot_id, files, partition_count, extra
+        )
+        self._replace(
+            f"{self.job_dir}/LATEST", json.dumps({"snapshot_id": snapshot_id, "manifest": manifest.checksum})
+        )
+        self._apply_retention(snapshot_id)
+        return manifest
+
+    def abort(self, snapshot_id: int) -> None:
+        """Delete what an uncommitted snapshot wrote."""
+        latest = self.latest_id()
+        if latest is not None and snapshot_id <= latest:
+            raise ValueError(f"job {self.job!r}: snapshot {snapshot_id} is committed; it cannot be aborted")
+        self._remove(self.snapshot_dir(snapshot_id))
+
+    def export(self, manifest: Manifest, name: str) -> Manifest:
+        """Copy a snapshot to `exported/<name>` (replacing an older one of that name)."""
+        target = f"{self.root}/exported/{check_name('snapshot', name)}"
+        staging = f"{self.root}/exported/.{name}.{uuid.uuid4().hex[:8]}"
+        self.fs.makedirs(staging, exist_ok=True)
+        for file in manifest.files:
+            self.fs.copy(f"{manifest.directory}/{file.name}", f"{staging}/{file.name}")
+        extra = dict(manifest.extra, exported_name=name)
+        self._write_manifest(staging, manifest.snapshot_id, manifest.files, manifest.partition_count, extra)
+        self._remove(target)
+        self.fs.mv(staging, target, recursive=True)
+        return self.load_manifest(target)
+
+    # ---- reading --------------------------------------------------------------------------
+
+    def latest_id(self) -> int | None:
+        pointer = self._read_latest()
+        return None if pointer is None else int(pointer["snapshot_id"])
+
+    def committed_ids(self) -> list[int]:
+        """Committed snapshots still retained, newest first."""
+        latest = self.latest_id()
+        if latest is None:
+            return []
+        return [i for i in self._snapshot_ids() if i <= latest][::-1]
+
+    def latest(self, fallback: bool = False) -> Manifest | None:
+        """The last committed snapshot, checked; None if the job has none.
+
+        A missing, truncated or corrupt manifest or file raises `CorruptSnapshotError` naming it,
+        or with `fallback`, moves on to the previous committed snapshot (and raises only when none
+        is intact).
+        """
+        pointer = self._read_latest()
+        if pointer is None:
+            return None
+        first_error: CorruptSnapshotError | None = None
+        for snapshot_id in self.committed_ids():
+            try:
+                manifest = self.load_manifest(self.snapshot_dir(snapshot_id))
+                if snapshot_id == pointer["snapshot_id"] and manifest.checksum != pointer["manifest"]:
+                    raise CorruptSnapshotError(
+                        f"{manifest.directory}/manifest.json", "is not the manifest LATEST committed"
+                    )
+                self.check_files(manifest)
+                return manifest
+            except CorruptSnapshotError as error:
+                first_error = first_error or error
+                if not fallback:
+                    raise
+        if first_error is None:
+            first_error = CorruptSnapshotError(
+                f"{self.snapshot_dir(int(pointer['snapshot_id']))}/manifest.json", "is missing"
+            )
+        raise first_error
+
+    def exported(self, name: str) -> Manifest:
+        """The exported snapshot `name`, checked; FileNotFoundError if there is none."""
+        directory = f"{self.root}/exported/{check_name('snapshot', name)}"
+        if not self.fs.exists(f"{directory}/manifest.json"):
+            raise FileNotFoundError(f"no exported snapshot {name!r} under {self.root}")
+        manifest = self.load_manifest(directory)
+        self.check_files(manifest)
+        return manifest
+
+    def load_manifest(self, directory: str) -> Manifest:
+        path = f"{directory}/manifest.json"
+        try:
+            raw = self.fs.cat_file(path)
+        except FileNotFoundError:
+            raise CorruptSnapshotError(path, "is missing") from None
+        try:
+            body = json.loads(raw)
+            checksum = body.pop("checksum")
+            if _body_checksum(body) != checksum:
+                raise CorruptSnapshotError(path, "fails its checksum")
+            if body["format"] != FORMAT:
+                raise CorruptSnapshotError(path, f"has format {body['format']}, this jetspark reads {FORMAT}")
+            return Manifest(
+                directory=directory,
+                job=body["job"],
+                snapshot_id=int(body["snapshot_id"]),
+                partition_count=int(body["partition_count"]),
+                created=float(body["created"]),
+                files=tuple(SnapshotFile.from_json(f) for f in body["files"]),
+                checksum=checksum,
+                extra=body.get("extra", {}),
+            )
+        except CorruptSnapshotError:
+            raise
+        except (ValueError, KeyError, TypeError) as error:
+            raise CorruptSnapshotError(path, f"cannot be read ({type(error).__name__}: {error})") from error
+
+    def check_files(self, manifest: Manifest) -> None:
+        """Every file exists with the size the manifest records (cheap; contents are checked on read)."""
+        for file in manifest.files:
+            path = f"{manifest.directory}/{file.name}"
+            try:
+                size = self.fs.size(path)
+            except FileNotFoundError:
+                raise CorruptSnapshotError(path, "is missing") from None
+            if size != file.size:
+                raise CorruptSnapshotError(path, f"has {size} bytes, the manifest says {file.size}")
+
+    def read(
+        self, manifest: Manifest, vertex: str, partitions: Collection[int] | None = None
+    ) -> Iterator[Entry]:
+        """The entries of `vertex`, only of `partitions` if given (-1 is the broadcast partition).
+
+        Each segment read is checked against its CRC-32; a whole file read, against its SHA-256.
+        """
+        wanted = None if partitions is None else frozenset(partitions)
+        for file in manifest.files:
+            if file.vertex != vertex:
+                continue
+            path = f"{manifest.directory}/{file.name}"
+            if wanted is None:
+                data = self._cat(path)
+                if hashlib.sha256(data).hexdigest() != file.sha256:
+                    if len(data) != file.size:
+                        raise CorruptSnapshotError(path, f"is truncated ({len(data)} of {file.size} bytes)")
+                    raise CorruptSnapshotError(path, "fails its SHA-256 check")
+                for segment in file.segments:
+                    yield from decode_segment(
+                        data[segment.offset : segment.offset + segment.length], segment, path
+                    )
+                continue
+            for run in wanted_ranges(file.segments, wanted):
+                start, end = run[0].offset, run[-1].offset + run[-1].length
+                data = self._cat(path, start, end)
+                for segment in run:
+                    offset = segment.offset - start
+                    yield from decode_segment(data[offset : offset + segment.length], segment, path)
+
+    # ---- internals ------------------------------------------------------------------------
+
+    def _cat(self, path: str, start: int | None = None, end: int | None = None) -> bytes:
+        try:
+            data: bytes = self.fs.cat_file(path, start=start, end=end)
+        except FileNotFoundError:
+            raise CorruptSnapshotError(path, "is missing") from None
+        return data
+
+    def _write_manifest(
+        self,
+        directory: str,
+        snapshot_id: int,
+        files: Collection[SnapshotFile],
+        partition_count: int,
+        extra: dict[str, Any] | None,
+    ) -> Manifest:
+        body: dict[str, Any] = {
+            "format": FORMAT,
+            "job": self.job,
+            "snapshot_id": snapshot_id,
+            "partition_count": partition_count,
+            "created": time.time(),
+            "files": [f.to_json() for f in files],
+            "extra": extra or {},
+        }
+        checksum = _body_checksum(body)
+        self.fs.makedirs(directory, exist_ok=True)
+        self._replace(
+            f"{directory}/manifest.json", json.dumps({**body, "checksum": checksum}, sort_keys=True)
+        )
+        return Manifest(
+            directory,
+            self.job,
+            snapshot_id,
+            partition_count,
+            body["created"],
+            tuple(files),
+            checksum,
+            body["extra"],
+        )
+
+    def _replace(self, path: str, text: str) -> None:
+        """Write `path` atomically: a temporary file renamed over it."""
+        temporary = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
+        self.fs.pipe_file(temporary, text.encode())
+        self.fs.mv(temporary, path)
+
+    def _read_latest(self) -> dict[str, Any] | None:
+        path = f"{self.job_dir}/LATEST"
+        try:
+            raw = self.fs.cat_file(path)
+        except FileNotFoundError:
+            return None
+        try:
+            pointer: dict[str, Any] = json.loads(raw)
+            int(pointer["snapshot_id"])
+            str(pointer["manifest"])
+        except (ValueError, KeyError, TypeError) as error:
+            raise CorruptSnapshotError(path, f"cannot be read ({error})") from error
+        return pointer
+
+    def _snapshot_ids(self) -> list[int]:
+        """Ids of the snapshot directories present, oldest first."""
+        ids = []
+        for path in self.fs.ls(f"{self.job_dir}/snapshots", detail=False):
+            name = path.rstrip("/").rsplit("/", 1)[-1]
+            if name.isdigit():
+                ids.append(int(name))
+        return sorted(ids)
+
+    def _drop_uncommitted(self) -> None:
+        latest = self.latest_id()
+        for snapshot_id in self._snapshot_ids():
+            if latest is None or snapshot_id > latest:
+                self._remove(self.snapshot_dir(snapshot_id))
+
+    def _apply_retention(self, latest: int) -> None:
+        committed = [i for i in self._snapshot_ids() if i <= latest]
+        for snapshot_id in committed[: -self.retain]:
+            self._remove(self.snapshot_dir(snapshot_id))
+
+    def _remove(self, path: str) -> None:
+        if self.fs.exists(path):
+            self.fs.rm(path, recursive=True)

@@ -1,0 +1,186 @@
+"""The checkpoint store: commit order, checksums, fallback, retention, names, export."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jetspark.checkpoint import CheckpointStore, CorruptSnapshotError
+from jetspark.checkpoint.entries import Entry
+
+ENTRIES: list[Entry] = [(5, b"k5", b"v5"), (-1, b"b", b"all"), (3, b"k3", b"v3"), (5, b"k5b", b"v5b")]
+
+
+def take(store: CheckpointStore, snapshot_id: int, entries: list[Entry] = ENTRIES) -> None:
+    files = [
+        store.write_file(snapshot_id, "count", "count-m0", entries),
+        store.write_file(snapshot_id, "src", "src-m0", [(7, b"o", b"1")]),
+    ]
+    store.commit(snapshot_id, files, partition_count=271, extra={"members": 1})
+
+
+def test_a_committed_snapshot_reads_back_grouped_by_partition_in_offer_order(tmp_path: Path) -> None:
+    store = CheckpointStore(str(tmp_path), "job-1")
+    take(store, 0)
+    manifest = store.latest()
+    assert manifest is not None and manifest.snapshot_id == 0 and manifest.extra == {"members": 1}
+    assert list(store.read(manifest, "count")) == [
+        (-1, b"b", b"all"),
+        (3, b"k3", b"v3"),
+        (5, b"k5", b"v5"),
+        (5, b"k5b", b"v5b"),
+    ]
+    assert list(store.read(manifest, "count", {5, -1})) == [
+        (-1, b"b", b"all"),
+        (5, b"k5", b"v5"),
+        (5, b"k5b", b"v5b"),
+    ]
+    assert list(store.read(manifest, "src")) == [(7, b"o", b"1")]
+
+
+def test_a_snapshot_is_committed_only_once_latest_names_it(tmp_path: Path) -> None:
+    """The driver stopped after writing snapshot 1's manifest, before moving LATEST."""
+    store = CheckpointStore(str(tmp_path), "job-1")
+    take(store, 0)
+    files = [store.write_file(1, "count", "count-m0", [(1, b"new", b"state")])]
+    store._write_manifest(store.snapshot_dir(1), 1, files, 271, None)  # the crash: no LATEST move
+    reopened = CheckpointStore(str(tmp_path), "job-1")
+    manifest = reopened.latest()
+    assert manifest is not None and manifest.snapshot_id == 0
+    assert not (tmp_path / "job-1" / "snapshots" / "0000000001").exists(), (
+        "an uncommitted snapshot is deleted"
+    )
+    take(reopened, 1)  # the next execution takes snapshot 1 afresh
+    assert reopened.committed_ids() == [1, 0]
+
+
+def test_a_truncated_file_names_the_file_or_falls_back_to_the_previous_snapshot(tmp_path: Path) -> None:
+    store = CheckpointStore(str(tmp_path), "job-1")
+    take(store, 0)
+    take(store, 1, [(2, b"k", b"newer")])
+    victim = tmp_path / "job-1" / "snapshots" / "0000000001" / "count-m0.snap"
+    victim.write_bytes(victim.read_bytes()[:-3])
+    with pytest.raises(
+        CorruptSnapshotError, match=r"count-m0.snap: has \d+ bytes, the manifest says"
+    ) as caught:
+        store.latest()
+    assert caught.value.path == str(victim)
+    manifest = store.latest(fallback=True)
+    assert manifest is not None and manifest.snapshot_id == 0
+
+
+def test_a_flipped_byte_is_found_by_the_segment_checksum_and_the_file_checksum(tmp_path: Path) -> None:
+    store = CheckpointStore(str(tmp_path), "job-1")
+    take(store, 0)
+    victim = tmp_path / "job-1" / "snapshots" / "0000000000" / "count-m0.snap"
+    data = bytearray(victim.read_bytes())
+    data[-1] ^= 0xFF
+    victim.write_bytes(bytes(data))
+    manifest = store.latest()  # the sizes match: only reading finds it
+    assert manifest is not None
+    with pytest.raises(
+        CorruptSnapshotError, match=r"count-m0\.snap: segment of partition 5 fails its CRC-32"
+    ):
+        list(store.read(manifest, "count", {5}))
+    with pytest.raises(CorruptSnapshotError, match=r"count-m0\.snap: fails its SHA-256"):
+        list(store.read(manifest, "count"))
+    assert list(store.read(manifest, "count", {3})) == [(3, b"k3", b"v3")], "other segments still read"
+
+
+def test_a_missing_file_or_a_tampered_manifest_is_detected(tmp_path: Path) -> None:
+    store = CheckpointStore(str(tmp_path), "job-1")
+    take(store, 0)
+    snapshot = tmp_path / "job-1" / "snapshots" / "0000000000"
+    (snapshot / "src-m0.snap").unlink()
+    with pytest.raises(CorruptSnapshotError, match=r"src-m0\.snap: is missing"):
+        store.latest()
+    take(store, 1)
+    manifest_path = tmp_path / "job-1" / "snapshots" / "0000000001" / "manifest.json"
+    body = json.loads(manifest_path.read_text())
+    body["files"][0]["entries"] = 99
+    manifest_path.write_text(json.dumps(body))
+    with pytest.raises(CorruptSnapshotError, match=r"manifest\.json: fails its checksum"):
+        store.latest()
+    with pytest.raises(CorruptSnapshotError, match=r"0000000001/manifest\.json: fails its checksum"):
+        store.latest(fallback=True)  # snapshot 0 is broken too: the first problem is named
+
+
+def test_only_the_last_k_committed_snapshots_are_kept(tmp_path: Path) -> None:
+    store = CheckpointStore(str(tmp_path), "job-1", retain=2)
+    for snapshot_id in range(5):
+        take(store, snapshot_id)
+    assert store.committed_ids() == [4, 3]
+    assert sorted(p.name for p in (tmp_path / "job-1" / "snapshots").iterdir()) == [
+        "0000000003",
+        "0000000004",
+    ]
+    with pytest.raises(ValueError, match="not newer than the committed 4"):
+        take(store, 4)
+
+
+@pytest.mark.parametrize("name", ["", "..", "../escape", "a/b", "/abs", ".hidden", "x" * 129, "a b"])
+def test_names_that_could_escape_the_root_are_refused(tmp_path: Path, name: str) -> None:
+    with pytest.raises(ValueError, match="cannot name a checkpoint directory"):
+        CheckpointStore(str(tmp_path), name)
+    store = CheckpointStore(str(tmp_path), "job-1")
+    take(store, 0)
+    manifest = store.latest()
+    assert manifest is not None
+    with pytest.raises(ValueError, match="cannot name a checkpoint directory"):
+        store.export(manifest, name)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["job-1"]
+
+
+def test_an_exported_snapshot_outlives_the_job_and_is_replaced_by_name(tmp_path: Path) -> None:
+    store = CheckpointStore(str(tmp_path), "job-1", retain=1)
+    take(store, 0)
+    first = store.latest()
+    assert first is not None
+    store.export(first, "before-upgrade")
+    take(store, 1, [(9, b"k", b"later")])
+    take(store, 2, [(9, b"k", b"latest")])  # snapshot 0 is gone from the job's directory
+    other_job = CheckpointStore(str(tmp_path), "job-2")
+    exported = other_job.exported("before-upgrade")
+    assert exported.snapshot_id == 0 and exported.extra["exported_name"] == "before-upgrade"
+    assert list(other_job.read(exported, "count", {3})) == [(3, b"k3", b"v3")]
+    latest = store.latest()
+    assert latest is not None
+    store.export(latest, "before-upgrade")
+    assert list(other_job.read(other_job.exported("before-upgrade"), "count")) == [(9, b"k", b"latest")]
+    with pytest.raises(FileNotFoundError, match="no exported snapshot 'nope'"):
+        other_job.exported("nope")
+
+
+def test_an_fsspec_url_works_as_the_root() -> None:
+    root = f"memory://jetspark-{uuid.uuid4().hex[:8]}"
+    store = CheckpointStore(root, "job-1")
+    take(store, 0)
+    take(store, 1, [(4, b"x", b"y")])
+    reopened = CheckpointStore(root, "job-1")
+    manifest = reopened.latest()
+    assert manifest is not None and manifest.snapshot_id == 1
+    assert list(reopened.read(manifest, "count")) == [(4, b"x", b"y")]
+
+
+entries_strategy = st.lists(
+    st.tuples(st.integers(-1, 20), st.binary(max_size=8), st.binary(max_size=16)), max_size=60
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(entries=entries_strategy, wanted=st.frozensets(st.integers(-1, 20)))
+def test_reading_a_share_gives_exactly_its_partitions_entries_in_offer_order(
+    entries: list[Entry], wanted: frozenset[int]
+) -> None:
+    store = CheckpointStore(f"memory://prop-{uuid.uuid4().hex}", "job")
+    store.commit(0, [store.write_file(0, "v", "v-m0", entries)], partition_count=21)
+    manifest = store.latest()
+    assert manifest is not None
+    expected = [e for p in sorted(wanted) for e in entries if e[0] == p]
+    assert list(store.read(manifest, "v", wanted)) == expected
+    assert sorted(store.read(manifest, "v")) == sorted(entries)
