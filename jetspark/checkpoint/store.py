@@ -155,7 +155,7 @@ class CheckpointStore:
             raise ValueError(
                 f"job {self.job!r}: snapshot {snapshot_id} is not newer than the committed {latest}"
             )
-        manifest = self._write_manifest(
+        manifest = self.write_manifest(
             self.snapshot_dir(snapshot_id), snapshot_id, files, partition_count, extra
         )
         self._replace(
@@ -171,6 +171,10 @@ class CheckpointStore:
             raise ValueError(f"job {self.job!r}: snapshot {snapshot_id} is committed; it cannot be aborted")
         self._remove(self.snapshot_dir(snapshot_id))
 
+    def discard(self) -> None:
+        """Delete the job's directory (every snapshot and LATEST); exported snapshots stay."""
+        self._remove(self.job_dir)
+
     def export(self, manifest: Manifest, name: str) -> Manifest:
         """Copy a snapshot to `exported/<name>` (replacing an older one of that name)."""
         target = f"{self.root}/exported/{check_name('snapshot', name)}"
@@ -179,7 +183,7 @@ class CheckpointStore:
         for file in manifest.files:
             self.fs.copy(f"{manifest.directory}/{file.name}", f"{staging}/{file.name}")
         extra = dict(manifest.extra, exported_name=name)
-        self._write_manifest(staging, manifest.snapshot_id, manifest.files, manifest.partition_count, extra)
+        self.write_manifest(staging, manifest.snapshot_id, manifest.files, manifest.partition_count, extra)
         self._remove(target)
         self.fs.mv(staging, target, recursive=True)
         return self.load_manifest(target)
@@ -314,7 +318,7 @@ class CheckpointStore:
             raise CorruptSnapshotError(path, "is missing") from None
         return data
 
-    def _write_manifest(
+    def write_manifest(
         self,
         directory: str,
         snapshot_id: int,

@@ -37,6 +37,11 @@ class JobConfig:
     member_count: int | None = attrs.field(default=None, validator=_positive_or_none)
     default_local_parallelism: int = attrs.field(default=1, validator=_positive_or_none)
     initial_snapshot_name: str | None = None
+    #: Where snapshots are persisted (a local path or an fsspec URL); None keeps them in memory.
+    #: The job's directory under it is named after the job, so a job submitted again under the
+    #: same name resumes from its last committed snapshot.
+    checkpoint_root: str | None = None
+    snapshots_retained: int = attrs.field(default=3, validator=_positive_or_none)
     arguments: dict[str, Any] = attrs.field(factory=dict)
 
     @property

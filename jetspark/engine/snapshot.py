@@ -64,6 +64,8 @@ class Snapshot:
     snapshot_id: int
     data: SnapshotData
     name: str | None = None
+    #: What the runner recorded with it (for example the job id, which a resumed job keeps).
+    extra: dict[str, Any] = attrs.field(factory=dict)
 
     def entries(self, vertex: str) -> list[tuple[Any, Any]]:
         """The vertex's entries, decoded (fresh copies)."""

@@ -2,31 +2,39 @@
 
 Distributed edges, partition ownership and member indexes behave as on Spark, so a DAG that
 passes here with M = 3 exercises the same routing as a three-member Spark job. Snapshots are kept
-in memory: a job can be suspended and resumed, and restarts from its last snapshot when a
-processor raises `RestartableError`.
+in memory, and with `JobConfig.checkpoint_root` also committed to the checkpoint store: a job can
+be suspended and resumed, restarts from its last snapshot when a processor raises
+`RestartableError`, and a job submitted again under the name of one that stopped resumes from the
+last snapshot it committed.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import uuid
 from collections import deque
 from typing import Any
 
-from jetspark.core.config import JobConfig
+from jetspark.checkpoint import CheckpointStore
+from jetspark.core.config import JobConfig, ProcessingGuarantee
 from jetspark.core.dag import DAG
 from jetspark.core.errors import JobCancelledError, JobFailedError, JobTimeoutError, RestartableError
+from jetspark.core.partitioner import DEFAULT_PARTITION_COUNT
 from jetspark.engine.execution import Execution
 from jetspark.engine.outbox import DEFAULT_BATCH_SIZE
 from jetspark.engine.snapshot import Snapshot, SnapshotContext, SnapshotData
 from jetspark.engine.tasklet import ProcessorTasklet
 from jetspark.planning.plan import ExecutionPlan, build_plan, snapshot_blocking_vertices
 from jetspark.processors.staging import STAGING_ATTRIBUTE
+from jetspark.runners import durable
 from jetspark.runners.job import JobHandle, JobStatus
 from jetspark.runners.member import MemberExecution, add_metrics, tasklet_metrics
 from jetspark.runners.output import AttemptStaging, OutputCommitter
 from jetspark.runners.results import RESULTS_ATTRIBUTE, ResultCollector
+
+_log = logging.getLogger("jetspark.job")
 
 
 class LocalJob(JobHandle):
@@ -65,6 +73,23 @@ class LocalJob(JobHandle):
         #: Jobs without snapshots stage their file output and commit it when they complete;
         #: jobs with snapshots write in place (a restored processor appends to its file).
         self._staging = AttemptStaging(self.job_id, 0) if self._committer and not config.snapshots_enabled else None
+        #: Snapshots persist here when the config names a checkpoint root (and takes snapshots).
+        self.store = (
+            CheckpointStore(config.checkpoint_root, self.name, config.snapshots_retained)
+            if config.checkpoint_root is not None and config.snapshots_enabled
+            else None
+        )
+
+    def committed_snapshot(self) -> Snapshot | None:
+        """The last committed snapshot: from the checkpoint store if there is one, checked as it is
+        read. A damaged snapshot stops an EXACTLY_ONCE job with an error naming the file (its sinks
+        may have committed output after an older one); other jobs fall back to the previous one."""
+        if self.store is None:
+            return self.last_snapshot
+        manifest = self.store.latest(fallback=self.config.processing_guarantee is not ProcessingGuarantee.EXACTLY_ONCE)
+        if manifest is None:
+            return None
+        return durable.load(self.store, manifest, DEFAULT_PARTITION_COUNT)
 
     def prepare_output(self) -> None:
         """At submit: check the `files` sinks' directories and create their staging areas."""
@@ -88,6 +113,8 @@ class LocalJob(JobHandle):
         with self._lock:
             if self.status is JobStatus.SUSPENDED:
                 self.status = JobStatus.CANCELLED
+                if self.store is not None:
+                    self._discard_snapshots()
                 self._finished.set()
                 return
             self.status = JobStatus.CANCELLED
@@ -126,7 +153,7 @@ class LocalJob(JobHandle):
             if member_count < 1:
                 raise ValueError(f"member count must be >= 1, got {member_count}")
             self.member_count = member_count
-        return self.start(self.last_snapshot)
+        return self.start(self.committed_snapshot())
 
     def export_snapshot(self, name: str, timeout: float = 60) -> Snapshot:
         """Take a named snapshot now, without prepare/commit; the job goes on."""
@@ -163,7 +190,12 @@ class LocalJob(JobHandle):
                 and self.config.snapshots_enabled
                 and self.status is JobStatus.RUNNING
             ):
-                restore = self.last_snapshot
+                try:
+                    restore = self.committed_snapshot()
+                except Exception as cause:  # the restart cannot restore: fail with both causes
+                    error = JobFailedError(f"job {self.name!r}: restarting after {error} failed: {cause}")
+                    error.__cause__ = cause
+                    break
                 continue
             break
         with self._lock:
@@ -180,7 +212,18 @@ class LocalJob(JobHandle):
                 self.status = JobStatus.COMPLETED if commit_error is None else JobStatus.FAILED
             if self.status in (JobStatus.FAILED, JobStatus.CANCELLED) and self._staging is not None:
                 self._committer.abort(late_sweep=0)
+            if self.store is not None and self.status in (JobStatus.COMPLETED, JobStatus.CANCELLED):
+                self._discard_snapshots()
         self._finished.set()
+
+    def _discard_snapshots(self) -> None:
+        """A completed or cancelled job is over: a job submitted later under its name starts afresh.
+        (A failed or suspended job keeps its snapshots, to be resumed.)"""
+        assert self.store is not None
+        try:
+            self.store.discard()
+        except OSError:
+            _log.exception("job %r: deleting its snapshots under %s failed", self.name, self.store.job_dir)
 
     def _commit_output(self) -> BaseException | None:
         """Publish the `files` sinks' output of a completed job; the error if that failed."""
@@ -264,6 +307,16 @@ class LocalJob(JobHandle):
 
     def _on_phase1_complete(self, snapshot_id: int, data: SnapshotData) -> bool:
         snapshot = Snapshot(snapshot_id, {k: list(v) for k, v in data.items()}, getattr(self, "_export_name", None))
+        if self.store is not None:
+            try:
+                if snapshot.name is not None:
+                    durable.export(self.store, snapshot_id, snapshot.data, DEFAULT_PARTITION_COUNT, snapshot.name)
+                else:
+                    extra = {"member_count": self.member_count, "job_id": self.job_id}
+                    durable.save(self.store, snapshot_id, snapshot.data, DEFAULT_PARTITION_COUNT, extra)
+            except Exception:
+                _log.exception("job %r: snapshot %d could not be stored; it does not count", self.name, snapshot_id)
+                return False
         if snapshot.name is not None:
             self._exported[snapshot.name] = snapshot
         else:
@@ -297,12 +350,26 @@ class LocalRunner:
         initial = None
         if config.initial_snapshot_name is not None:
             initial = self.snapshots.get(config.initial_snapshot_name)
-            if initial is None:
+            if initial is None and config.checkpoint_root is None:
                 raise ValueError(
                     f"initial snapshot {config.initial_snapshot_name!r} not found; exported snapshots: "
                     f"{sorted(self.snapshots)}"
                 )
         job = LocalJob(dag, config, member_count, self.batch_size, self.snapshots)
+        if initial is None and config.initial_snapshot_name is not None:
+            if job.store is None:
+                raise ValueError(
+                    f"initial snapshot {config.initial_snapshot_name!r}: a job reads exported snapshots from its "
+                    "checkpoint root only when it takes snapshots (a processing guarantee other than NONE)"
+                )
+            exported = job.store.exported(config.initial_snapshot_name)
+            initial = durable.load(job.store, exported, DEFAULT_PARTITION_COUNT)
+        resumed = job.committed_snapshot()
+        if resumed is not None:  # this job ran before and stopped: go on from where it committed
+            _log.info("job %r resumes from its committed snapshot %d", job.name, resumed.snapshot_id)
+            initial = resumed
+            # Transaction ids derive from the job id: the resumed job must find what it prepared.
+            job.job_id = str(resumed.extra.get("job_id", job.job_id))
         job.prepare_output()
         return job.start(initial)
 

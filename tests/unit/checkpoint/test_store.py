@@ -48,7 +48,7 @@ def test_a_snapshot_is_committed_only_once_latest_names_it(tmp_path: Path) -> No
     store = CheckpointStore(str(tmp_path), "job-1")
     take(store, 0)
     files = [store.write_file(1, "count", "count-m0", [(1, b"new", b"state")])]
-    store._write_manifest(store.snapshot_dir(1), 1, files, 271, None)  # the crash: no LATEST move
+    store.write_manifest(store.snapshot_dir(1), 1, files, 271, None)  # the crash: no LATEST move
     reopened = CheckpointStore(str(tmp_path), "job-1")
     manifest = reopened.latest()
     assert manifest is not None and manifest.snapshot_id == 0

@@ -1,0 +1,166 @@
+"""Snapshots in a checkpoint directory (`JobConfig.checkpoint_root`) on the local runner: a job
+whose driver died resumes when submitted again under its name; damaged files are found and named;
+exported snapshots start other jobs; a finished job leaves nothing behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jetspark.checkpoint import CheckpointStore, CorruptSnapshotError
+from jetspark.core import JobConfig, ProcessingGuarantee, RestartableError
+from jetspark.runners.local import JobStatus, LocalRunner
+from tests.e2e.test_snapshots import COUNT, EXPECTED, counting_dag, suspend_mid_stream
+from tests.waiting import wait_until
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def durable(
+    root: str, name: str = "counting", guarantee: ProcessingGuarantee = ProcessingGuarantee.EXACTLY_ONCE
+) -> JobConfig:
+    return JobConfig(
+        name=name, processing_guarantee=guarantee, snapshot_interval_millis=15, checkpoint_root=root
+    )
+
+
+def committed_id(store_dir: Path) -> int:
+    """The snapshot LATEST names, read without opening a store (that would tidy up the directory)."""
+    try:
+        return int(json.loads((store_dir / "LATEST").read_text())["snapshot_id"])
+    except (FileNotFoundError, ValueError):
+        return -1
+
+
+def test_a_job_whose_driver_was_killed_resumes_from_its_committed_snapshot(tmp_path: Path) -> None:
+    root = str(tmp_path / "checkpoints")
+    script = textwrap.dedent(f"""
+        from jetspark.runners.local import LocalRunner
+        from tests.e2e.test_checkpoints import durable
+        from tests.e2e.test_snapshots import counting_dag
+        LocalRunner(2).run(counting_dag(), durable({root!r}), timeout=120)
+    """)
+    driver = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT)
+    store_dir = Path(root) / "counting"
+    try:
+        wait_until(lambda: committed_id(store_dir) >= 1, timeout=60)
+    finally:
+        os.kill(driver.pid, signal.SIGKILL)  # the driver dies at once, mid-stream
+        driver.wait()
+    committed = CheckpointStore(root, "counting").latest_id()
+    assert committed is not None and committed >= 1
+
+    steps: list[int] = []
+
+    def step(x: int) -> int:
+        steps.append(x)
+        return x
+
+    job = LocalRunner(2).submit(counting_dag(step=step), durable(root))
+    job.join(60)
+    assert sorted(job.result("sink")) == EXPECTED
+    assert 0 < len(steps) < COUNT, "the resumed job went on from the snapshot, not from the start"
+    assert job.last_snapshot is None or job.last_snapshot.snapshot_id > committed
+    assert not store_dir.exists(), "a completed job's snapshots are deleted"
+
+
+@pytest.mark.parametrize("where", ["local", "memory"])
+def test_a_suspended_job_resumes_in_another_runner_from_the_store(tmp_path: Path, where: str) -> None:
+    root = str(tmp_path) if where == "local" else f"memory://jetspark-{uuid.uuid4().hex[:8]}"
+    job = LocalRunner(3).submit(counting_dag(), durable(root))
+    suspend_mid_stream(job, after=COUNT // 3)
+    resumed = LocalRunner(2).submit(counting_dag(), durable(root))  # another member count too
+    resumed.join(60)
+    assert sorted(resumed.result("sink")) == EXPECTED
+    assert resumed.job_id == job.job_id, "the job id (and so its transaction ids) carries over"
+
+
+def test_a_restart_after_a_failure_restores_from_the_store(tmp_path: Path) -> None:
+    state: dict[str, Any] = {"failed": False}
+
+    def fail_once(x: int) -> int:
+        job = state.get("job")
+        if not state["failed"] and x >= COUNT // 2 and job is not None and job.snapshot_count >= 2:
+            state["failed"] = True
+            raise RestartableError(f"injected failure at item {x}")
+        return x
+
+    job = LocalRunner(2).submit(counting_dag(step=fail_once), durable(str(tmp_path)))
+    state["job"] = job
+    job.join(60)
+    assert state["failed"]
+    assert sorted(job.result("sink")) == EXPECTED
+
+
+def damage_latest(root: Path, name: str = "counting") -> Path:
+    store = CheckpointStore(str(root), name)
+    manifest = store.latest()
+    assert manifest is not None
+    victim = max((Path(manifest.directory) / f.name for f in manifest.files), key=lambda p: p.stat().st_size)
+    victim.write_bytes(victim.read_bytes()[: victim.stat().st_size // 2])
+    return victim
+
+
+def test_a_damaged_snapshot_stops_an_exactly_once_job_naming_the_file(tmp_path: Path) -> None:
+    job = LocalRunner(2).submit(counting_dag(), durable(str(tmp_path)))
+    suspend_mid_stream(job, after=COUNT // 3)
+    victim = damage_latest(tmp_path)
+    with pytest.raises(CorruptSnapshotError) as caught:
+        LocalRunner(2).submit(counting_dag(), durable(str(tmp_path)))
+    assert caught.value.path == str(victim) and victim.name in str(caught.value)
+
+
+def test_an_at_least_once_job_falls_back_to_the_previous_snapshot(tmp_path: Path) -> None:
+    config = durable(str(tmp_path), guarantee=ProcessingGuarantee.AT_LEAST_ONCE)
+    job = LocalRunner(2).submit(counting_dag(), config)
+    suspend_mid_stream(job, after=COUNT // 3)
+    store = CheckpointStore(str(tmp_path), "counting")
+    assert len(store.committed_ids()) >= 2
+    damage_latest(tmp_path)
+    resumed = LocalRunner(2).submit(counting_dag(), config)
+    resumed.join(60)
+    assert sorted(resumed.result("sink")) == EXPECTED
+
+
+def test_an_exported_snapshot_starts_a_job_of_another_name(tmp_path: Path) -> None:
+    job = LocalRunner(2).submit(counting_dag(), durable(str(tmp_path)))
+    wait_until(lambda: job.snapshot_count >= 1)
+    exported = job.export_snapshot("half-way")
+    job.cancel()
+    with pytest.raises(Exception):
+        job.join(30)
+    assert job.status is JobStatus.CANCELLED
+    assert not (tmp_path / "counting").exists(), "a cancelled job's snapshots are deleted"
+    config = durable(str(tmp_path), name="from-export")
+    config.initial_snapshot_name = "half-way"
+    started = LocalRunner(1).submit(counting_dag(), config)  # a new runner: only the store knows it
+    started.join(60)
+    assert sorted(started.result("sink")) == EXPECTED
+    assert exported.snapshot_id >= 0 and (tmp_path / "exported" / "half-way" / "manifest.json").exists()
+
+
+def test_a_job_name_that_cannot_name_a_directory_is_refused_at_submit(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="cannot name a checkpoint directory"):
+        LocalRunner().submit(counting_dag(), durable(str(tmp_path), name="../escape"))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_resumed_counts_are_exact_whatever_snapshot_the_driver_died_after(tmp_path: Path) -> None:
+    """Suspend at several points; each time submit again in a fresh runner; the sum is exact."""
+    root = str(tmp_path)
+    job = LocalRunner(2).submit(counting_dag(), durable(root))
+    for _ in range(3):
+        suspend_mid_stream(job, after=COUNT // 6)  # each submission's source counts from 0
+        job = LocalRunner(2).submit(counting_dag(), durable(root))
+    job.join(60)
+    assert Counter(dict(job.result("sink"))) == Counter(dict(EXPECTED))
