@@ -36,6 +36,7 @@ DOCS = [
     ROOT / "docs" / "processor-contract.md",
     ROOT / "docs" / "architecture.md",
     ROOT / "docs" / "spark.md",
+    ROOT / "docs" / "fault-tolerance.md",
 ]
 JETSPARK = Path(sys.executable).with_name("jetspark")  # the venv's console script
 
@@ -189,3 +190,14 @@ def test_suspended_job_resumes_on_three_members_and_counts_every_item_once(ran: 
     assert job.member_count == 3
     assert job.snapshot_count >= 1
     assert sorted(job.result("sink")) == list(range(1_000))
+
+
+def test_fault_tolerance_sample_resumes_from_the_store_and_prints_what_the_doc_says(
+    ran: dict[Path, Ran],
+) -> None:
+    doc = ROOT / "docs" / "fault-tolerance.md"
+    printed = re.search(r"prints `(\[.*?\])`", doc.read_text())
+    assert printed is not None
+    assert ran[doc].stdout.strip() == printed.group(1)
+    again = ran[doc].namespace["again"]
+    assert again.job_id == ran[doc].namespace["job"].job_id, "the second submission resumed the first job"
