@@ -130,15 +130,18 @@ class SnapshotContext:
                     self._complete_phase1()
 
     def _complete_phase1(self) -> None:
-        self.phase1_in_progress = False
+        # `in_progress` stays true throughout (phase 2 is marked before phase 1 is unmarked): the
+        # coordinator reads it without the lock, and storing the snapshot may take a while.
         success = self.on_phase1_complete(self.phase1_id, self.data)
         if self.export_only:
+            self.phase1_in_progress = False
             self.on_phase2_complete(self.phase1_id)
             return
         self.phase2_success = success
         self._phase2_remaining = self._phase1_participants
-        self.phase2_in_progress = True
         self.phase2_id = self.phase1_id
+        self.phase2_in_progress = True
+        self.phase1_in_progress = False
         if self._phase2_remaining == 0:
             self.phase2_in_progress = False
             self.on_phase2_complete(self.phase2_id)

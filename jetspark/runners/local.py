@@ -91,9 +91,10 @@ class LocalJob(JobHandle):
             return None
         return durable.load(self.store, manifest, DEFAULT_PARTITION_COUNT)
 
-    def prepare_output(self) -> None:
-        """At submit: check the `files` sinks' directories and create their staging areas."""
-        self._committer.prepare(staged=self._staging is not None)
+    def prepare_output(self, resuming: bool = False) -> None:
+        """At submit: check the `files` sinks' directories and create their staging areas (a job
+        resumed from its own snapshot keeps the output it wrote before)."""
+        self._committer.prepare(staged=self._staging is not None, resuming=resuming)
 
     # ---- control --------------------------------------------------------------------------
 
@@ -370,7 +371,7 @@ class LocalRunner:
             initial = resumed
             # Transaction ids derive from the job id: the resumed job must find what it prepared.
             job.job_id = str(resumed.extra.get("job_id", job.job_id))
-        job.prepare_output()
+        job.prepare_output(resuming=resumed is not None)
         return job.start(initial)
 
     def run(self, dag: DAG, config: JobConfig | None = None, timeout: float | None = None) -> LocalJob:

@@ -102,12 +102,13 @@ class OutputCommitter:
     def __bool__(self) -> bool:
         return bool(self.outputs)
 
-    def prepare(self, staged: bool = True) -> None:
+    def prepare(self, staged: bool = True, resuming: bool = False) -> None:
         """At submit: refuse a directory that holds output or is shared by two sinks; create the
         job's staging area in each. Raises DagValidationError naming the vertex and directory.
 
         With `staged=False` (sinks that write in place) nothing is created, and the old output of
-        a sink with `overwrite` is deleted now: it cannot wait for a commit."""
+        a sink with `overwrite` is deleted now: it cannot wait for a commit. With `resuming` (a
+        job resumed from its own committed snapshot) the output there is the job's own: kept."""
         seen: dict[str, str] = {}
         for output in self.outputs:
             if output.directory in seen:
@@ -117,7 +118,7 @@ class OutputCommitter:
                 )
             seen[output.directory] = output.vertex
             existing = _entries(output.directory)
-            if existing:
+            if existing and not resuming:
                 foreign = [e for e in existing if not _is_output(e)]
                 if foreign or not output.overwrite:
                     shown = ", ".join(sorted(foreign or existing)[:5])
@@ -132,7 +133,7 @@ class OutputCommitter:
                     )
             if staged:
                 os.makedirs(self._job_area(output), exist_ok=True)
-            elif output.overwrite:
+            elif output.overwrite and not resuming:
                 self._remove_output(output)
 
     def commit(self, files: Iterable[tuple[str, str]]) -> None:

@@ -164,3 +164,28 @@ def test_resumed_counts_are_exact_whatever_snapshot_the_driver_died_after(tmp_pa
         job = LocalRunner(2).submit(counting_dag(), durable(root))
     job.join(60)
     assert Counter(dict(job.result("sink"))) == Counter(dict(EXPECTED))
+
+
+def test_a_resumed_job_keeps_the_files_it_wrote_and_every_line_is_there_once(tmp_path: Path) -> None:
+    """The output directory holds the job's own files when it is submitted again: not refused."""
+    out = tmp_path / "out"
+
+    def dag() -> Any:
+        from jetspark import DAG, Edge
+        from jetspark import processors as P
+
+        graph = DAG()
+        source = graph.new_vertex("source", P.generator_stream(count=COUNT, items_per_second=4000))
+        sink = graph.new_vertex("sink", P.files(str(out)))
+        graph.edge(Edge.between(source, sink))
+        return graph
+
+    config = durable(str(tmp_path / "checkpoints"), name="writing")
+    job = LocalRunner(2).submit(dag(), config)
+    suspend_mid_stream(job, after=COUNT // 3)
+    assert any(out.iterdir()), "the first run wrote output"
+    LocalRunner(2).submit(dag(), config).join(60)
+    lines = [line for path in out.glob("sink-*") for line in path.read_text().splitlines()]
+    assert Counter(lines) == Counter(str(i) for i in range(COUNT))
+    with pytest.raises(Exception, match="already holds"):
+        LocalRunner(2).submit(dag(), config)  # completed: a new job of that name starts afresh
