@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 import time
 import uuid
@@ -36,6 +37,7 @@ from jetspark.checkpoint.entries import (
 )
 
 FORMAT = 1
+_log = logging.getLogger("jetspark.checkpoint")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
@@ -161,7 +163,10 @@ class CheckpointStore:
         self._replace(
             f"{self.job_dir}/LATEST", json.dumps({"snapshot_id": snapshot_id, "manifest": manifest.checksum})
         )
-        self._apply_retention(snapshot_id)
+        try:  # the snapshot is committed now: failing to tidy up must not report it as failed
+            self._apply_retention(snapshot_id)
+        except OSError:
+            _log.exception("job %r: deleting snapshots older than the last %d failed", self.job, self.retain)
         return manifest
 
     def abort(self, snapshot_id: int) -> None:
@@ -194,9 +199,9 @@ class CheckpointStore:
         pointer = self._read_latest()
         return None if pointer is None else int(pointer["snapshot_id"])
 
-    def committed_ids(self) -> list[int]:
-        """Committed snapshots still retained, newest first."""
-        latest = self.latest_id()
+    def committed_ids(self, latest: int | None = None) -> list[int]:
+        """Committed snapshots still retained, newest first (up to `latest`, default: LATEST's)."""
+        latest = self.latest_id() if latest is None else latest
         if latest is None:
             return []
         return [i for i in self._snapshot_ids() if i <= latest][::-1]
@@ -212,7 +217,7 @@ class CheckpointStore:
         if pointer is None:
             return None
         first_error: CorruptSnapshotError | None = None
-        for snapshot_id in self.committed_ids():
+        for snapshot_id in self.committed_ids(int(pointer["snapshot_id"])):
             try:
                 manifest = self.load_manifest(self.snapshot_dir(snapshot_id))
                 if snapshot_id == pointer["snapshot_id"] and manifest.checksum != pointer["manifest"]:

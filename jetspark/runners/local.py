@@ -284,7 +284,7 @@ class LocalJob(JobHandle):
             if member is not None:
                 member.close(failure)
             if plan is not None:
-                _close_meta_suppliers(self.dag, plan, failure)
+                _close_meta_suppliers(self.dag, failure)
 
     def _tick(self) -> None:
         context = self._snapshot_context
@@ -326,12 +326,12 @@ class LocalJob(JobHandle):
         return True
 
 
-def _close_meta_suppliers(dag: DAG, plan: ExecutionPlan, error: BaseException | None) -> None:
+def _close_meta_suppliers(dag: DAG, error: BaseException | None) -> None:
     for vertex in dag:
         try:
             vertex.meta_supplier.close(error)
         except Exception:
-            plan.logger.exception("vertex %r: ProcessorMetaSupplier.close() failed", vertex.name)
+            _log.exception("vertex %r: ProcessorMetaSupplier.close() failed", vertex.name)
 
 
 class LocalRunner:

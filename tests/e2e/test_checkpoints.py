@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from jetspark.checkpoint import CheckpointStore, CorruptSnapshotError
-from jetspark.core import JobConfig, ProcessingGuarantee, RestartableError
+from jetspark.core import DagValidationError, JobCancelledError, JobConfig, ProcessingGuarantee
 from jetspark.runners.local import JobStatus, LocalRunner
-from tests.e2e.test_snapshots import COUNT, EXPECTED, counting_dag, suspend_mid_stream
+from tests.e2e.test_snapshots import COUNT, EXPECTED, counting_dag, failing_once, suspend_mid_stream
 from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,16 +86,8 @@ def test_a_suspended_job_resumes_in_another_runner_from_the_store(tmp_path: Path
 
 
 def test_a_restart_after_a_failure_restores_from_the_store(tmp_path: Path) -> None:
-    state: dict[str, Any] = {"failed": False}
-
-    def fail_once(x: int) -> int:
-        job = state.get("job")
-        if not state["failed"] and x >= COUNT // 2 and job is not None and job.snapshot_count >= 2:
-            state["failed"] = True
-            raise RestartableError(f"injected failure at item {x}")
-        return x
-
-    job = LocalRunner(2).submit(counting_dag(step=fail_once), durable(str(tmp_path)))
+    state: dict[str, Any] = {}
+    job = LocalRunner(2).submit(counting_dag(step=failing_once(state)), durable(str(tmp_path)))
     state["job"] = job
     job.join(60)
     assert state["failed"]
@@ -137,7 +129,7 @@ def test_an_exported_snapshot_starts_a_job_of_another_name(tmp_path: Path) -> No
     wait_until(lambda: job.snapshot_count >= 1)
     exported = job.export_snapshot("half-way")
     job.cancel()
-    with pytest.raises(Exception):
+    with pytest.raises(JobCancelledError):
         job.join(30)
     assert job.status is JobStatus.CANCELLED
     assert not (tmp_path / "counting").exists(), "a cancelled job's snapshots are deleted"
@@ -187,5 +179,5 @@ def test_a_resumed_job_keeps_the_files_it_wrote_and_every_line_is_there_once(tmp
     LocalRunner(2).submit(dag(), config).join(60)
     lines = [line for path in out.glob("sink-*") for line in path.read_text().splitlines()]
     assert Counter(lines) == Counter(str(i) for i in range(COUNT))
-    with pytest.raises(Exception, match="already holds"):
+    with pytest.raises(DagValidationError, match="already holds"):
         LocalRunner(2).submit(dag(), config)  # completed: a new job of that name starts afresh

@@ -79,10 +79,10 @@ def test_suspend_and_resume_at_least_once() -> None:
     assert sorted(job.result("sink")) == EXPECTED
 
 
-@pytest.mark.parametrize("members", [1, 3])
-def test_restart_from_the_last_snapshot_after_a_failure(members: int) -> None:
-    """A step fails once, mid-stream: the job restarts from its last snapshot, counts stay exact."""
-    state: dict[str, Any] = {"failed": False}
+def failing_once(state: dict[str, Any]) -> Callable[[int], int]:
+    """A step that raises RestartableError once, mid-stream, after `state["job"]` took two snapshots;
+    it records `failed` and `snapshot_at_failure` in `state`."""
+    state["failed"] = False
 
     def fail_once(x: int) -> int:
         job = state.get("job")
@@ -92,7 +92,14 @@ def test_restart_from_the_last_snapshot_after_a_failure(members: int) -> None:
             raise RestartableError(f"injected failure at item {x}")
         return x
 
-    job = LocalRunner(members).submit(counting_dag(step=fail_once), config())
+    return fail_once
+
+
+@pytest.mark.parametrize("members", [1, 3])
+def test_restart_from_the_last_snapshot_after_a_failure(members: int) -> None:
+    """A step fails once, mid-stream: the job restarts from its last snapshot, counts stay exact."""
+    state: dict[str, Any] = {}
+    job = LocalRunner(members).submit(counting_dag(step=failing_once(state)), config())
     state["job"] = job
     job.join(60)
     assert state["failed"], "the failure was injected"

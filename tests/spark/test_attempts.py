@@ -28,10 +28,10 @@ import pytest
 from jetspark.runners.spark.session import pyspark_home
 from tests.spark import faults
 from tests.spark.faults import Attempt, attempts, committed_problems, failed_problems
+from tests.spark.processes import ROOT, with_root_on_path
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[2]
 EXPECTED = [str(n) for n in range(faults.COUNT)]
 WORKER_HOSTS = ("127.0.0.2", "127.0.0.3")
 #: Speculate as soon as one of the stage's two tasks is done and the other runs 1.5x longer.
@@ -56,13 +56,6 @@ def job(base: Path, fault: str, **options: int) -> Job:
     side = base / f"{fault}-side"
     side.mkdir(parents=True)
     return {"fault": fault, "output": str(base / f"{fault}-out"), "side": str(side), **options}
-
-
-def with_root_on_path(env: dict[str, str]) -> dict[str, str]:
-    """`env` with the repository root first on PYTHONPATH: drivers and executors import this
-    checkout's jetspark, whatever is installed."""
-    path = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    return {**env, "PYTHONPATH": path}
 
 
 def run_jobs(master: str, jobs: list[Job], executors: int = 0, conf: dict[str, str] | None = None) -> None:

@@ -12,18 +12,15 @@ import pytest
 
 from jetspark.core.partitioner import default_partitioner
 from tests.spark import dags
+from tests.spark.processes import ROOT, with_root_on_path
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.timeout(420)
 def test_members_run_in_separate_executors_with_the_same_partition_ownership() -> None:
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-    }
+    env = with_root_on_path(dict(os.environ))
     done = subprocess.run(
         [sys.executable, str(Path(__file__).with_name("cluster_job.py"))],
         cwd=ROOT,

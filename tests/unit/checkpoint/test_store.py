@@ -184,3 +184,17 @@ def test_reading_a_share_gives_exactly_its_partitions_entries_in_offer_order(
     expected = [e for p in sorted(wanted) for e in entries if e[0] == p]
     assert list(store.read(manifest, "v", wanted)) == expected
     assert sorted(store.read(manifest, "v")) == sorted(entries)
+
+
+def test_a_failed_clean_up_after_the_commit_leaves_the_snapshot_committed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = CheckpointStore(str(tmp_path), "job-1", retain=1)
+    take(store, 0)
+
+    def refuse(_latest: int) -> None:
+        raise PermissionError("read-only snapshot directory")
+
+    monkeypatch.setattr(store, "_apply_retention", refuse)
+    take(store, 1)  # no error: the commit happened
+    assert store.latest_id() == 1 and store.committed_ids() == [1, 0]
