@@ -114,8 +114,15 @@ class CheckpointStore:
     """The snapshots of one job under `root` (a local path or an fsspec URL such as `memory://x`)."""
 
     def __init__(
-        self, root: str, job: str, retain: int = 3, storage_options: dict[str, Any] | None = None
+        self,
+        root: str,
+        job: str,
+        retain: int = 3,
+        storage_options: dict[str, Any] | None = None,
+        tidy: bool = True,
     ) -> None:
+        """`tidy=False` opens the store for a writer that is not the committer (a Spark task writing
+        its share of an epoch's snapshot): uncommitted snapshots are then left alone."""
         if retain < 1:
             raise ValueError(f"snapshots to retain must be >= 1, got {retain}")
         self.fs, self.root = fsspec.core.url_to_fs(root, **(storage_options or {}))
@@ -124,7 +131,8 @@ class CheckpointStore:
         self.retain = retain
         self.job_dir = f"{self.root}/{job}"
         self.fs.makedirs(f"{self.job_dir}/snapshots", exist_ok=True)
-        self._drop_uncommitted()
+        if tidy:
+            self._drop_uncommitted()
 
     # ---- writing --------------------------------------------------------------------------
 

@@ -12,6 +12,8 @@ from jetspark.core.config import JobConfig, ProcessingGuarantee
 #: Key in `ProcessorContext.attributes` of the runner's result collector: an object with
 #: `add(vertex_name, items)`, where collecting sinks put what the job handle returns.
 RESULTS_ATTRIBUTE = "jetspark.results"
+#: Key in `ProcessorContext.attributes`, True when the job runs in epochs (see `in_epochs`).
+EPOCHS_ATTRIBUTE = "jetspark.epochs"
 
 
 @attrs.frozen(kw_only=True)
@@ -64,3 +66,14 @@ class ProcessorContext(SupplierContext):
     processor_partitions: tuple[int, ...]
     #: Free-form values a runner may pass to processors (for example a checkpoint directory).
     attributes: dict[str, Any] = attrs.field(factory=dict)
+
+    @property
+    def in_epochs(self) -> bool:
+        """True when the job runs in epochs (the Spark runner's fault-tolerant streaming mode).
+
+        Then a processor's instance lives for one epoch, phase 2 of a snapshot never reaches it
+        (`restore_from_snapshot` in the next epoch commits instead), and a transactional sink must
+        not commit in `complete()`: it returns False until the epoch's terminal snapshot has
+        taken its open transaction, so that the driver's commit covers it too.
+        """
+        return bool(self.attributes.get(EPOCHS_ATTRIBUTE, False))

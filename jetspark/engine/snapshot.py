@@ -73,8 +73,11 @@ class Snapshot:
 
 
 class SnapshotContext:
-    def __init__(self, active_tasklets: int, last_snapshot_id: int = -1) -> None:
+    def __init__(self, active_tasklets: int, last_snapshot_id: int = -1, phase2_deferred: bool = False) -> None:
         self._lock = threading.Lock()
+        #: Phase 2 happens in a later execution (Spark epochs: the driver commits after the task
+        #: ended, and the next epoch's restore commits); here phase 1 is the end of a snapshot.
+        self.phase2_deferred = phase2_deferred
         self.active_tasklets = active_tasklets
         #: Id of the snapshot whose phase 1 is requested (or ran last).
         self.phase1_id = last_snapshot_id
@@ -133,6 +136,9 @@ class SnapshotContext:
         # `in_progress` stays true throughout (phase 2 is marked before phase 1 is unmarked): the
         # coordinator reads it without the lock, and storing the snapshot may take a while.
         success = self.on_phase1_complete(self.phase1_id, self.data)
+        if self.phase2_deferred:
+            self.phase1_in_progress = False
+            return
         if self.export_only:
             self.phase1_in_progress = False
             self.on_phase2_complete(self.phase1_id)

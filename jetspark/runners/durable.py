@@ -12,7 +12,14 @@ from typing import Any
 
 from jetspark.checkpoint import CheckpointStore, Manifest
 from jetspark.checkpoint.store import SnapshotFile
-from jetspark.engine.snapshot import Snapshot, SnapshotData, SnapshotEntry, entry_partition
+from jetspark.engine.snapshot import (
+    BROADCAST_PARTITION,
+    Snapshot,
+    SnapshotData,
+    SnapshotEntry,
+    entry_partition,
+)
+from jetspark.planning.plan import ExecutionPlan
 
 
 def write_files(store: CheckpointStore, snapshot_id: int, data: SnapshotData, writer: str) -> list[SnapshotFile]:
@@ -64,6 +71,28 @@ def load(
             entries = [_repartitioned(entry, partition_count) for entry in entries]
         data[vertex] = entries
     return Snapshot(manifest.snapshot_id, data, manifest.extra.get("exported_name"), dict(manifest.extra))
+
+
+def load_shares(
+    store: CheckpointStore, manifest: Manifest, plan: ExecutionPlan, vertices: Collection[str], member: int
+) -> SnapshotData:
+    """The entries member `member`'s processors of `vertices` restore: the partitions they own and
+    the broadcast entries, read without the rest of the file (a snapshot taken with another
+    partition count is read whole and its keys' partitions computed again)."""
+    partition_count = plan.arrangement.partition_count
+    if manifest.partition_count != partition_count:
+        return load(store, manifest, partition_count, vertices).data
+    data: SnapshotData = {}
+    present = manifest.vertices()
+    for vertex in vertices:
+        if vertex not in present:
+            continue
+        lp = plan.vertices[vertex].local_parallelism
+        owned = {BROADCAST_PARTITION}
+        for index in range(lp):
+            owned.update(plan.arrangement.processor_partitions(member, index, lp))
+        data[vertex] = [SnapshotEntry._make(raw) for raw in store.read(manifest, vertex, owned)]
+    return data
 
 
 def _repartitioned(entry: SnapshotEntry, partition_count: int) -> SnapshotEntry:

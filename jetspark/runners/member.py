@@ -16,7 +16,7 @@ rules below hold on both:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 from jetspark.core.errors import JobFailedError
@@ -49,7 +49,10 @@ class MemberExecution:
         snapshot_context: SnapshotContext | None = None,
         restore_data: SnapshotData | None = None,
         external_queues: ExternalQueues | None = None,
+        completed: Collection[tuple[str, int]] = (),
     ) -> None:
+        """`completed` names processors (vertex, global index) that completed in an earlier epoch:
+        each is replaced by a `CompletedProcessor`, which emits DONE at once and holds no state."""
         self.plan = plan
         self.placements = list(placements)
         self._attributes = attributes
@@ -57,6 +60,7 @@ class MemberExecution:
         self._snapshot_context = snapshot_context
         self._restore_data = restore_data
         self._external_queues = external_queues
+        self._completed = completed
         self.processors: dict[ProcessorKey, Processor] = {}
         self.tasklets: list[ProcessorTasklet] = []
         self.execution: Execution | None = None
@@ -70,7 +74,11 @@ class MemberExecution:
                     made = self.plan.create_processors(vertex, member)
                 except Exception as cause:
                     raise _setup_failure(vertex, f"its supplier failed on member {member}", cause) from cause
+                lp = self.plan.vertices[vertex].local_parallelism
                 for index, processor in enumerate(made):
+                    if (vertex, member * lp + index) in self._completed:
+                        _close_unused(processor, vertex, member, index)
+                        processor = CompletedProcessor()
                     self.processors[(vertex, member, index)] = processor
             context = self._snapshot_context or SnapshotContext(len(self.processors))
             self.tasklets = wire(
@@ -119,6 +127,23 @@ class MemberExecution:
                     "vertex %r processor %s: close() failed; the error is ignored", key[0], key[1:]
                 )
         self.processors = {}
+
+
+class CompletedProcessor(Processor):
+    """Stands in for a processor that completed in an earlier epoch: done at once, no state."""
+
+    def try_process_watermark(self, watermark: Any) -> bool:
+        return True
+
+    def restore_from_snapshot(self, inbox: Any) -> None:
+        inbox.drain(lambda _entry: None)
+
+
+def _close_unused(processor: Processor, vertex: str, member: int, index: int) -> None:
+    try:
+        processor.close()
+    except Exception:
+        _log.exception("vertex %r processor %s: close() failed; the error is ignored", vertex, (member, index))
 
 
 def tasklet_metrics(tasklets: Iterable[ProcessorTasklet]) -> dict[str, dict[str, int]]:

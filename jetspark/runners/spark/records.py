@@ -28,8 +28,15 @@ class DataRecord(NamedTuple):
     consumer: ProcessorId
     seq: int
     payload: bytes
-    #: The pair's last record (it holds DONE), so a reader can tell a complete input from a cut one.
-    last: bool
+    #: 0, or how the pair's last record ends it: `END_DONE` (it holds DONE) or `END_EPOCH` (it
+    #: holds the epoch's terminal snapshot barrier), so a reader can tell a complete input from a
+    #: cut one.
+    last: int
+
+
+#: `DataRecord.last` values.
+END_DONE = 1
+END_EPOCH = 2
 
 
 class SourceRecord(NamedTuple):
@@ -70,6 +77,27 @@ class StagedFilesRecord(NamedTuple):
     member: int
     attempt: int
     files: tuple[tuple[str, str], ...]
+
+
+class EpochAbortRecord(NamedTuple):
+    """A task of an epoch refused to run or stopped: the driver must not commit the epoch."""
+
+    stage: int
+    source_stage: int
+    member: int
+    reason: str
+
+
+class SnapshotFilesRecord(NamedTuple):
+    """What one member's task of stage `source_stage` wrote to the epoch's snapshot: the files
+    (`checkpoint.store.SnapshotFile`, as JSON) and the processors that completed instead."""
+
+    stage: int
+    source_stage: int
+    member: int
+    files: tuple[dict[str, Any], ...]
+    #: (vertex, global processor index) of the processors that completed in this epoch.
+    completed: tuple[tuple[str, int], ...]
 
 
 Record = tuple[int, Any]

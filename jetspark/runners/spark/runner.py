@@ -21,14 +21,15 @@ import logging
 import threading
 import time
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jetspark.core.config import JobConfig
+from jetspark.core.config import JobConfig, ProcessingGuarantee
 from jetspark.core.dag import DAG
 from jetspark.core.errors import JobFailedError
 from jetspark.engine.outbox import DEFAULT_BATCH_SIZE
 from jetspark.planning.plan import ExecutionPlan, build_plan
 from jetspark.planning.stages import StagePlan, build_stages
+from jetspark.processors.sinks import FilesSink
 from jetspark.runners.job import JobHandle, JobStatus
 from jetspark.runners.output import OutputCommitter
 from jetspark.runners.spark.failures import decode_failure
@@ -46,6 +47,9 @@ from jetspark.runners.spark.shipping import check_picklable
 from jetspark.runners.spark.sinks import DataFrameSink
 from jetspark.runners.spark.sources import RddSource
 from jetspark.runners.spark.task import TaskSpec, run_stage_task, source_records
+
+if TYPE_CHECKING:  # imported when used: executors of batch jobs need no fsspec
+    from jetspark.checkpoint import CheckpointStore, Manifest
 
 _log = logging.getLogger("jetspark.spark")
 #: Items per shuffle record (a record is one serialized batch).
@@ -251,11 +255,17 @@ class SparkRunner:
         member_count: int | None = None,
         batch_size: int = DEFAULT_BATCH_SIZE,
         record_items: int = DEFAULT_RECORD_ITEMS,
+        max_restarts: int = 5,
+        restart_backoff: float = 0.5,
     ) -> None:
+        """`max_restarts`: aborted epochs in a row before a job with a guarantee fails;
+        `restart_backoff`: the first wait before running an aborted epoch again (it doubles)."""
         self._spark = spark_session
         self.member_count = member_count
         self.batch_size = batch_size
         self.record_items = record_items
+        self.max_restarts = max_restarts
+        self.restart_backoff = restart_backoff
 
     @property
     def spark(self) -> Any:
@@ -273,12 +283,11 @@ class SparkRunner:
         sc = spark.sparkContext
         member_count = config.member_count or self.member_count or sc.defaultParallelism
         dag.validate()
-        if config.snapshots_enabled:
-            _log.warning(
-                "job %r: the Spark runner runs jobs as batch jobs for now; no snapshots are taken",
-                config.name,
-            )
         job_id = uuid.uuid4().hex[:16]
+        store = None
+        initial: Manifest | None = None
+        if config.snapshots_enabled:
+            store, initial, job_id = self._open_store(dag, config, job_id)
         plan = build_plan(dag, config, member_count, job_id=job_id)
         stages = build_stages(dag)
         check_picklable(plan, config)
@@ -287,17 +296,86 @@ class SparkRunner:
         spec = TaskSpec(plan, stages, carriers, self.batch_size, self.record_items, rdd_sources)
         spec_bytes = dumps(spec)
         name = config.name or f"job-{job_id}"
+        if store is not None:
+            from jetspark.runners.spark.epochs import EpochJob
+
+            def build(epoch_bytes: bytes) -> tuple[Any, list[Any]]:
+                return self._build_rdds(sc, name, spec_bytes, dag, plan, stages, epoch_bytes)
+
+            job = EpochJob(
+                spark,
+                dag,
+                config,
+                plan,
+                stages,
+                None,
+                [],
+                OutputCommitter.of(job_id, dag),
+                store=store,
+                build=build,
+                max_restarts=self.max_restarts,
+                backoff=self.restart_backoff,
+            )
+            return job.start_from(initial)
         final_rdd, persisted = self._build_rdds(sc, name, spec_bytes, dag, plan, stages)
         committer = OutputCommitter.of(job_id, dag)
         committer.prepare()
         return SparkJob(spark, dag, config, plan, stages, final_rdd, persisted, committer).start()
+
+    def _open_store(
+        self, dag: DAG, config: JobConfig, job_id: str
+    ) -> tuple[CheckpointStore, Manifest | None, str]:
+        """For a job with a guarantee: check that it can run in epochs, open its checkpoint store,
+        and find where it starts (its own committed snapshot, else an exported one)."""
+        name = config.name or "(unnamed)"
+        if config.checkpoint_root is None:
+            raise ValueError(
+                f"job {name!r}: with processing guarantee {config.processing_guarantee.value} the Spark runner "
+                "keeps snapshots in a checkpoint directory; set JobConfig.checkpoint_root (a path or fsspec URL "
+                "that every executor can reach)"
+            )
+        if config.name is None:
+            raise ValueError(
+                f"job with processing guarantee {config.processing_guarantee.value}: set JobConfig.name; "
+                "the job's snapshots are kept under its name, and it resumes from them when submitted again"
+            )
+        for vertex in dag:
+            supplier = vertex.meta_supplier
+            if isinstance(supplier, RddSource):
+                raise ValueError(
+                    f"vertex {vertex.name!r}: a from_rdd source cannot be replayed from an offset, so a job with "
+                    "a processing guarantee cannot use it; use a replayable source (generator_stream, "
+                    "directory_stream) or run the job with ProcessingGuarantee.NONE"
+                )
+            if isinstance(supplier, (DataFrameSink, FilesSink)):
+                raise ValueError(
+                    f"vertex {vertex.name!r}: this sink publishes its output when the job ends, which a job in "
+                    "epochs never reaches safely; use sinks.transactional_files for exactly-once file output"
+                )
+        from jetspark.checkpoint import CheckpointStore
+
+        store = CheckpointStore(config.checkpoint_root, config.name, retain=config.snapshots_retained)
+        latest = store.latest(fallback=config.processing_guarantee is not ProcessingGuarantee.EXACTLY_ONCE)
+        if latest is not None:
+            _log.info("job %r resumes from its committed snapshot %d", config.name, latest.snapshot_id)
+            return store, None, str(latest.extra.get("job_id", job_id))
+        if config.initial_snapshot_name is not None:
+            return store, store.exported(config.initial_snapshot_name), job_id
+        return store, None, job_id
 
     def run(self, dag: DAG, config: JobConfig | None = None, timeout: float | None = None) -> SparkJob:
         """Submit and wait for the end; re-raises a failure."""
         return self.submit(dag, config).join(timeout)
 
     def _build_rdds(
-        self, sc: Any, name: str, spec_bytes: bytes, dag: DAG, plan: ExecutionPlan, stages: StagePlan
+        self,
+        sc: Any,
+        name: str,
+        spec_bytes: bytes,
+        dag: DAG,
+        plan: ExecutionPlan,
+        stages: StagePlan,
+        epoch_bytes: bytes | None = None,
     ) -> tuple[Any, list[Any]]:
         from pyspark import StorageLevel
 
@@ -311,9 +389,7 @@ class SparkRunner:
 
         for stage in stages.stages:
             label = f"jetspark {name}: {describe(stage.index)}"
-            inputs = [
-                outputs[u].filter(functools.partial(addressed_to, stage.index)) for u in stage.upstream
-            ]
+            inputs = [outputs[u].filter(functools.partial(addressed_to, stage.index)) for u in stage.upstream]
             feeders = [describe(u) for u in stage.upstream]
             own_sources = [v for v in stage.vertices if v in rdd_sources]
             direct = (
@@ -323,14 +399,18 @@ class SparkRunner:
             )
             if direct:  # member m reads partition m of its source's RDD in place
                 with call_site(sc, label):
-                    task = functools.partial(run_stage_task, spec_bytes, stage.index, own_sources[0])
+                    task = functools.partial(
+                        run_stage_task, spec_bytes, stage.index, own_sources[0], epoch_bytes=epoch_bytes
+                    )
                     rdd = rdd_sources[own_sources[0]].mapPartitionsWithIndex(task)
             else:
                 for vertex in own_sources:
                     tag = functools.partial(source_records, stage.index, vertex, members, self.record_items)
                     inputs.append(rdd_sources[vertex].mapPartitionsWithIndex(tag))
                     feeders.append(f"the RDD of vertex {vertex!r}")
-                task = functools.partial(run_stage_task, spec_bytes, stage.index, None)
+                task = functools.partial(
+                    run_stage_task, spec_bytes, stage.index, None, epoch_bytes=epoch_bytes
+                )
                 if inputs:
                     # the Spark stage that writes this shuffle runs the feeding stages' tasks
                     with call_site(sc, f"jetspark {name}: {', '.join(feeders)} -> stage {stage.index}"):

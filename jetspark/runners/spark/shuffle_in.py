@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 from jetspark.engine.queue import BoundedQueue
-from jetspark.runners.spark.records import DataRecord, ProcessorId, Record, SourceRecord
+from jetspark.runners.spark.records import END_EPOCH, DataRecord, ProcessorId, Record, SourceRecord
 
 PairKey = tuple[int, ProcessorId, ProcessorId]  # (edge index, producer, consumer)
 _UNLIMITED = 1 << 62
@@ -103,7 +103,8 @@ class _PairInput(_Input):
         super().__init__(name)
         self.next_seq = 0
         self.early: dict[int, bytes] = {}
-        self.last_seen = False
+        #: 0 until the pair's last record was read, then how it ended (`END_DONE`, `END_EPOCH`).
+        self.last_seen = 0
 
 
 class ShuffleReader:
@@ -125,6 +126,8 @@ class ShuffleReader:
         self._pairs: dict[PairKey, _PairInput] = {}
         self._sources: dict[str, _Input] = {}
         self.passing: deque[Any] = deque()
+        #: A producer ended its epoch output with the terminal snapshot barrier.
+        self.epoch_end_seen = False
 
     # ---- readers ----------------------------------------------------------------------------
 
@@ -173,7 +176,9 @@ class ShuffleReader:
                     f"to {value.consumer}, which is not a consumer in this task"
                 )
             if value.last:
-                pair.last_seen = True
+                pair.last_seen = value.last
+                if value.last == END_EPOCH:
+                    self.epoch_end_seen = True
             return pair
         source = self._sources.get(value.vertex)
         if source is None:
@@ -231,6 +236,16 @@ class ShuffleReader:
         missing = [pair.name for pair in self._pairs.values() if not pair.last_seen]
         if missing:
             raise AssertionError(f"shuffle input ended before the end of: {', '.join(sorted(missing))}")
+
+    @property
+    def exhausted(self) -> bool:
+        return self._exhausted and self._head is None
+
+    def cut_pairs(self) -> list[str]:
+        """With the input read to its end: the pairs whose last record never came."""
+        if not self.exhausted:
+            return []
+        return sorted(pair.name for pair in self._pairs.values() if not pair.last_seen)
 
     def close(self) -> None:
         for reader in (*self._pairs.values(), *self._sources.values()):

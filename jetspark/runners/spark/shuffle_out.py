@@ -15,8 +15,8 @@ from collections import deque
 from typing import Any
 
 from jetspark.engine.queue import BoundedQueue
-from jetspark.engine.special import DONE
-from jetspark.runners.spark.records import DataRecord, ProcessorId, ResultRecord, dumps
+from jetspark.engine.special import DONE, SnapshotBarrier
+from jetspark.runners.spark.records import END_DONE, END_EPOCH, DataRecord, ProcessorId, ResultRecord, dumps
 
 
 class TaskOutput:
@@ -89,9 +89,11 @@ class CaptureQueue(BoundedQueue):
     def put_special(self, item: Any) -> None:
         self._pending.append(item)
         if item is DONE:
-            self.flush(last=True)
+            self.flush(last=END_DONE)
+        elif type(item) is SnapshotBarrier and item.is_terminal:  # the end of this epoch's output
+            self.flush(last=END_EPOCH)
 
-    def flush(self, last: bool = False) -> None:
+    def flush(self, last: int = 0) -> None:
         """Make one record of the pending entries (adjacent chunks were merged into one list)."""
         if not self._pending:
             return

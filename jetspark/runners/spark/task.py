@@ -26,7 +26,7 @@ from typing import Any
 
 import attrs
 
-from jetspark.core.context import RESULTS_ATTRIBUTE
+from jetspark.core.context import EPOCHS_ATTRIBUTE, RESULTS_ATTRIBUTE
 from jetspark.core.errors import JobFailedError
 from jetspark.engine.queue import BoundedQueue
 from jetspark.planning.defs import EdgeDef
@@ -35,8 +35,16 @@ from jetspark.planning.stages import StagePlan
 from jetspark.processors.staging import STAGING_ATTRIBUTE
 from jetspark.runners.member import MemberExecution
 from jetspark.runners.output import AttemptStaging
+from jetspark.runners.spark.epoch_task import EpochAborted, EpochSpec, EpochTask, refusal
 from jetspark.runners.spark.failures import encode_failure
-from jetspark.runners.spark.records import MetricsRecord, Record, SourceRecord, StagedFilesRecord, dumps
+from jetspark.runners.spark.records import (
+    EpochAbortRecord,
+    MetricsRecord,
+    Record,
+    SourceRecord,
+    StagedFilesRecord,
+    dumps,
+)
 from jetspark.runners.spark.shuffle_in import IteratorSourceInput, ShuffleReader, SourceInput
 from jetspark.runners.spark.shuffle_out import CaptureQueue, StreamingResults, TaskOutput
 
@@ -80,11 +88,14 @@ def run_stage_task(
     direct_source: str | None,
     member: int,
     records: Iterable[Any],
+    epoch_bytes: bytes | None = None,
 ) -> Iterator[Record]:
     """The body of a task: member `member` of stage `stage_index`. `records` is the shuffled input,
-    or (with `direct_source`) the items of that source vertex's RDD partition `member`."""
+    or (with `direct_source`) the items of that source vertex's RDD partition `member`. With
+    `epoch_bytes` (a pickled `EpochSpec`) the task runs its share of one epoch (`epoch_task`)."""
     try:
         spec: TaskSpec = pickle.loads(spec_bytes)
+        epoch_spec: EpochSpec | None = None if epoch_bytes is None else pickle.loads(epoch_bytes)
     except Exception as cause:
         message = (
             f"stage {stage_index}, member {member}: the job's suppliers cannot be unpickled in the Spark "
@@ -104,6 +115,11 @@ def run_stage_task(
         elif vertex in spec.rdd_sources and reader is not None:
             inputs[vertex] = reader.source(vertex)
     staging = AttemptStaging(plan.job_id, _attempt_id())
+    if epoch_spec is not None:
+        refused = refusal(epoch_spec, stage_index, member, carrier, staging.attempt)
+        if refused is not None:
+            yield member, refused
+            return
     results = StreamingResults(output, member, carrier, spec.record_items)
 
     def external(edge: EdgeDef, producer: ProcessorId, consumer: ProcessorId) -> BoundedQueue:
@@ -117,14 +133,40 @@ def run_stage_task(
         assert reader is not None, f"{name}: an inbound pair in a stage that reads its source in place"
         return reader.replay_queue((index, producer, consumer), name)
 
-    attributes = {RESULTS_ATTRIBUTE: results, SPARK_INPUT_ATTRIBUTE: inputs, STAGING_ATTRIBUTE: staging}
-    execution = MemberExecution(
-        plan, [(v, member) for v in stage.vertices], attributes, spec.batch_size, external_queues=external
-    )
+    attributes: dict[str, Any] = {
+        RESULTS_ATTRIBUTE: results,
+        SPARK_INPUT_ATTRIBUTE: inputs,
+        STAGING_ATTRIBUTE: staging,
+    }
+    placements = [(v, member) for v in stage.vertices]
+    epoch: EpochTask | None = None
     error: BaseException | None = None
+    if epoch_spec is None:
+        execution = MemberExecution(plan, placements, attributes, spec.batch_size, external_queues=external)
+    else:
+        attributes[EPOCHS_ATTRIBUTE] = True
+        epoch = EpochTask(epoch_spec, plan, list(stage.vertices), member, staging.attempt, reader)
+        processor_count = sum(plan.vertices[v].local_parallelism for v in stage.vertices)
+        try:
+            restore = epoch.restore_data()
+        except Exception as failure:
+            raise encode_failure(failure, None, None) from failure
+        execution = MemberExecution(
+            plan,
+            placements,
+            attributes,
+            spec.batch_size,
+            snapshot_context=epoch.snapshot_context(processor_count),
+            restore_data=restore,
+            external_queues=external,
+            completed=epoch_spec.completed,
+        )
     try:
         execution.setup()
-        engine = execution.start(on_idle=reader.move_head_aside if reader is not None else None)
+        engine = execution.start(
+            on_tick=epoch.on_tick if epoch is not None else None,
+            on_idle=reader.move_head_aside if reader is not None else None,
+        )
         for _ in engine.steps():  # closes every processor at the end
             if reader is not None:
                 _pass_on(reader, output, member, carrier)
@@ -135,6 +177,8 @@ def run_stage_task(
         if reader is not None:
             reader.finish()
             _pass_on(reader, output, member, carrier)
+        if epoch is not None:
+            output.add(member, epoch.report(carrier, stage_index, execution.tasklets))
         results.flush()
         metrics = {v: [m["received"], m["emitted"]] for v, m in execution.metrics().items()}
         output.add(member, MetricsRecord(carrier, stage_index, member, metrics))
@@ -145,6 +189,13 @@ def run_stage_task(
     except GeneratorExit:  # Spark stopped reading: the task was killed or its job ended
         error = JobFailedError(f"stage {stage_index} member {member}: the task was stopped")
         raise
+    except EpochAborted as aborted:
+        error = aborted
+        if reader is not None:
+            _pass_on(reader, output, member, carrier)
+        while output.records:
+            yield output.records.popleft()
+        yield member, EpochAbortRecord(carrier, stage_index, member, str(aborted))
     except BaseException as failure:
         error = failure
         raise encode_failure(failure, None, None) from failure

@@ -1,0 +1,361 @@
+"""Fault-tolerant streaming on Spark: a job as a sequence of epochs, each one Spark job ending in
+one committed snapshot.
+
+Epoch `e` restores every processor from committed snapshot `e - 1` (which commits the
+transactions that snapshot prepared), runs for the epoch's span (`JobConfig.snapshot_interval_millis`)
+and ends with terminal snapshot `e` (see `epoch_task`). The driver commits snapshot `e` only when
+every task of the epoch succeeded at its first attempt: it writes the manifest, then moves
+`LATEST`. Any failure, retry, speculative copy or re-run stage aborts the epoch: its files are
+deleted, nothing of it is committed, and it runs again from `e - 1` after a back-off; after
+`max_restarts` aborted runs in a row the job fails with the last cause.
+
+A collecting sink's items and the metrics count only from committed epochs, so they are exact
+too. Processors that complete are recorded in the manifest and stay completed; the job completes
+in the epoch in which every processor has. Suspend and cancel stop at an epoch boundary and then
+run one commit-only pass (restore, which commits the last snapshot's transactions, and stop), so
+no committed output is left prepared; a suspended job resumes from `LATEST`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from typing import Any
+
+from jetspark.checkpoint import CheckpointStore, Manifest
+from jetspark.checkpoint.store import SnapshotFile
+from jetspark.core.config import ProcessingGuarantee
+from jetspark.core.errors import JobFailedError, ProcessorContractError
+from jetspark.runners.job import JobStatus
+from jetspark.runners.spark.epoch_task import EpochSpec
+from jetspark.runners.spark.records import (
+    DRIVER,
+    EpochAbortRecord,
+    MetricsRecord,
+    ResultRecord,
+    SnapshotFilesRecord,
+    dumps,
+)
+from jetspark.runners.spark.runner import SparkJob
+from jetspark.runners.spark.session import call_site
+
+_log = logging.getLogger("jetspark.spark.epochs")
+
+
+class EpochAbortedError(JobFailedError):
+    """An epoch did not commit: a task failed or Spark ran one again."""
+
+
+class EpochJob(SparkJob):
+    """A `SparkJob` that runs in epochs; adds `suspend`, `resume`, `restart`, `export_snapshot`."""
+
+    def __init__(
+        self, *args: Any, store: CheckpointStore, build: Any, max_restarts: int, backoff: float
+    ) -> None:
+        super().__init__(*args)
+        self.store = store
+        self._build = build
+        self.max_restarts = max_restarts
+        self.backoff = backoff
+        self._request: str | None = None  # "cancel", "suspend" or "restart"
+        self.epochs_committed = 0
+        self.epochs_aborted = 0
+        self.last_abort: str | None = None
+        self.initial_dir: str | None = None
+        self.initial_id = -1
+        self._completed: set[tuple[str, int]] = set()
+
+    def start_from(self, initial: Manifest | None) -> EpochJob:
+        """Start; a job with no committed snapshot of its own starts from `initial` (an export)."""
+        if initial is not None:
+            self.initial_dir, self.initial_id = initial.directory, initial.snapshot_id
+            self._completed = {(v, int(i)) for v, i in initial.extra.get("completed", [])}
+        return self.start()  # type: ignore[return-value]
+
+    # ---- control --------------------------------------------------------------------------
+
+    def cancel(self, timeout: float = 60) -> None:
+        """Stop at once: the running epoch is aborted; the last committed snapshot's transactions
+        are committed; then the job's snapshots are deleted."""
+        self._ask("cancel", timeout, abort_epoch=True)
+
+    def suspend(self, timeout: float = 120) -> None:
+        """Stop after the running epoch commits; `resume()` continues from its snapshot."""
+        self._ask("suspend", timeout, abort_epoch=False)
+        if self.status is not JobStatus.SUSPENDED:
+            raise ValueError(f"job {self.name!r} ended ({self.status.value}) before it could be suspended")
+
+    def restart(self) -> None:
+        """Abort the running epoch and go on from the last committed snapshot."""
+        with self._lock:
+            if self._finished.is_set():
+                raise ValueError(f"job {self.name!r} is {self.status.value}; only a running job restarts")
+            self._request = "restart"
+        self.spark.sparkContext.cancelJobGroup(self.group)
+
+    def resume(self) -> EpochJob:
+        """Continue a suspended job from its last committed snapshot."""
+        if self.status is not JobStatus.SUSPENDED:
+            raise ValueError(f"job {self.name!r} is {self.status.value}, not suspended")
+        self._request = None
+        self._finished.clear()
+        return self.start()  # type: ignore[return-value]
+
+    def export_snapshot(self, name: str) -> Manifest:
+        """Export the last committed snapshot under `name` (`JobConfig.initial_snapshot_name`
+        starts a new job from it). Raises ValueError before the first commit."""
+        manifest = self.store.latest()
+        if manifest is None:
+            raise ValueError(f"job {self.name!r} has committed no snapshot yet")
+        return self.store.export(manifest, name)
+
+    def _ask(self, request: str, timeout: float, abort_epoch: bool) -> None:
+        with self._lock:
+            if self._finished.is_set():
+                if request == "suspend":
+                    raise ValueError(
+                        f"job {self.name!r} is {self.status.value}; only a running job can be suspended"
+                    )
+                return
+            self._request = request
+        if abort_epoch:
+            self.spark.sparkContext.cancelJobGroup(self.group)
+        if not self._finished.wait(timeout):
+            raise JobFailedError(f"job {self.name!r} did not {request} within {timeout} s")
+
+    # ---- the epoch loop -------------------------------------------------------------------
+
+    def _run(self) -> None:
+        sc = self.spark.sparkContext
+        error: BaseException | None = None
+        final = JobStatus.COMPLETED
+        self.status = JobStatus.RUNNING
+        try:
+            sc.setJobGroup(self.group, f"jetspark job {self.name} ({self.job_id})", interruptOnCancel=True)
+            final = self._epochs()
+        except BaseException as failure:
+            error = failure if isinstance(failure, JobFailedError) else self._translate(failure)
+            final = JobStatus.FAILED
+        with self._lock:
+            self.error = error
+            self.status = final
+        if final is JobStatus.COMPLETED or final is JobStatus.CANCELLED:
+            self.store.discard()
+        if final is not JobStatus.SUSPENDED:
+            self._close_meta_suppliers(error)
+        self._finished.set()
+
+    def _epochs(self) -> JobStatus:
+        restarts = 0
+        while True:
+            request = self._request
+            if request in ("cancel", "suspend"):
+                self._commit_only()
+                return JobStatus.CANCELLED if request == "cancel" else JobStatus.SUSPENDED
+            self._request = None
+            manifest = self.store.latest(fallback=not self._exactly_once)
+            restore_dir: str | None
+            if manifest is not None:
+                restore_dir, restore_id = manifest.directory, manifest.snapshot_id
+                self._completed = {(v, int(i)) for v, i in manifest.extra.get("completed", [])}
+            else:
+                restore_dir, restore_id = self.initial_dir, self.initial_id
+            epoch = restore_id + 1
+            spec = EpochSpec(
+                self.store_root,
+                self.store.job,
+                self.storage_options,
+                epoch,
+                restore_dir,
+                restore_id,
+                self.config.snapshot_interval_millis / 1000,
+                frozenset(self._completed),
+                uuid.uuid4().hex[:12],
+            )
+            try:
+                outcome = self._run_epoch(spec)
+            except BaseException as failure:
+                outcome = None
+                cause: BaseException = failure
+            finally:
+                self._forget_run(spec)
+            if outcome is not None and outcome.abort is None:
+                if outcome.all_completed(self.plan):
+                    self._keep(outcome)
+                    return JobStatus.COMPLETED
+                self._commit(epoch, outcome)
+                restarts = 0
+                continue
+            self._abort(epoch)
+            if self._request == "cancel" or self._request == "suspend" or self._request == "restart":
+                continue
+            if outcome is not None:
+                cause = EpochAbortedError(f"job {self.name!r}: {outcome.abort}")
+            if _not_restartable(cause):
+                raise cause if isinstance(cause, JobFailedError) else self._translate(cause)
+            restarts += 1
+            self.epochs_aborted += 1
+            self.last_abort = str(cause)
+            if restarts > self.max_restarts:
+                raise self._give_up(epoch, cause)
+            delay = min(self.backoff * 2 ** (restarts - 1), 30.0)
+            _log.warning(
+                "job %r: epoch %d aborted (%s); restart %d in %.1f s",
+                self.name,
+                epoch,
+                cause,
+                restarts,
+                delay,
+            )
+            time.sleep(delay)
+
+    def _give_up(self, epoch: int, cause: BaseException) -> JobFailedError:
+        error = cause if isinstance(cause, JobFailedError) else self._translate(cause)
+        failed = JobFailedError(
+            f"job {self.name!r}: epoch {epoch} aborted {self.max_restarts + 1} times in a row; last cause: {error}"
+        )
+        failed.__cause__ = error
+        return failed
+
+    def _run_epoch(self, spec: EpochSpec) -> _Outcome:
+        final_rdd, persisted = self._build(dumps(spec))
+        try:
+            with call_site(self.spark.sparkContext, final_rdd.name()):
+                records = final_rdd.collect()
+        finally:
+            for rdd in persisted:
+                rdd.unpersist(blocking=False)
+        return _Outcome.of(records, self.plan.vertices)
+
+    def _commit(self, epoch: int, outcome: _Outcome) -> None:
+        self._completed |= outcome.completed
+        extra = {
+            "job_id": self.job_id,
+            "member_count": self.member_count,
+            "completed": sorted(self._completed),
+        }
+        files = [SnapshotFile.from_json(f) for f in outcome.files]
+        self.store.commit(epoch, files, self.plan.arrangement.partition_count, extra)
+        self._keep(outcome)
+        self.epochs_committed += 1
+
+    def _keep(self, outcome: _Outcome) -> None:
+        for vertex, items in outcome.results.items():
+            self._results.setdefault(vertex, []).extend(items)
+        for vertex, (received, emitted) in outcome.metrics.items():
+            slot = self._metrics.setdefault(vertex, {"received": 0, "emitted": 0})
+            slot["received"] += received
+            slot["emitted"] += emitted
+
+    def _abort(self, epoch: int) -> None:
+        try:
+            self.store.abort(epoch)
+        except OSError:
+            _log.exception("job %r: deleting the files of aborted epoch %d failed", self.name, epoch)
+
+    def _forget_run(self, spec: EpochSpec) -> None:
+        path = f"{self.store.job_dir}/runs/{spec.run_id}"
+        try:
+            if self.store.fs.exists(path):
+                self.store.fs.rm(path, recursive=True)
+        except OSError:
+            _log.debug("removing %s failed", path, exc_info=True)
+
+    def _commit_only(self) -> None:
+        """Restore the last committed snapshot once more (committing its transactions), then stop."""
+        manifest = self.store.latest()
+        if manifest is None:
+            return
+        spec = EpochSpec(
+            self.store_root,
+            self.store.job,
+            self.storage_options,
+            manifest.snapshot_id + 1,
+            manifest.directory,
+            manifest.snapshot_id,
+            0.0,
+            frozenset(self._completed),
+            uuid.uuid4().hex[:12],
+            commit_only=True,
+        )
+        sc = self.spark.sparkContext
+        sc.setJobGroup(
+            self.group, f"jetspark job {self.name} ({self.job_id}): commit", interruptOnCancel=True
+        )
+        try:
+            outcome = self._run_epoch(spec)
+        finally:
+            self._forget_run(spec)
+            self._abort(spec.epoch)
+        if outcome.abort is not None:
+            raise JobFailedError(
+                f"job {self.name!r}: committing the transactions of snapshot {manifest.snapshot_id} "
+                f"failed: {outcome.abort}; they are committed when the job is submitted again"
+            )
+
+    @property
+    def _exactly_once(self) -> bool:
+        return self.config.processing_guarantee is ProcessingGuarantee.EXACTLY_ONCE
+
+    @property
+    def store_root(self) -> str:
+        assert self.config.checkpoint_root is not None
+        return self.config.checkpoint_root
+
+    @property
+    def storage_options(self) -> dict[str, Any]:
+        return {}
+
+
+class _Outcome:
+    """What one epoch's tasks reported to the driver."""
+
+    def __init__(self) -> None:
+        self.results: dict[str, list[Any]] = {}
+        self.metrics: dict[str, list[int]] = {}
+        self.files: list[dict[str, Any]] = []
+        self.completed: set[tuple[str, int]] = set()
+        self.abort: str | None = None
+        self.reported = 0
+
+    @classmethod
+    def of(cls, records: list[Any], vertices: Any) -> _Outcome:
+        import pickle
+
+        outcome = cls()
+        for _member, record in records:
+            assert record.stage == DRIVER, f"{record!r} reached the driver"
+            kind = type(record)
+            if kind is ResultRecord:
+                outcome.results.setdefault(record.vertex, []).extend(pickle.loads(record.payload))
+            elif kind is MetricsRecord:
+                for vertex, (received, emitted) in record.metrics.items():
+                    slot = outcome.metrics.setdefault(vertex, [0, 0])
+                    slot[0] += received
+                    slot[1] += emitted
+            elif kind is SnapshotFilesRecord:
+                outcome.files.extend(record.files)
+                outcome.completed.update((v, int(i)) for v, i in record.completed)
+                outcome.reported += 1
+            elif kind is EpochAbortRecord:
+                outcome.abort = outcome.abort or record.reason
+        return outcome
+
+    def all_completed(self, plan: Any) -> bool:
+        if self.files:
+            return False
+        everyone = {
+            (name, index) for name, vp in plan.vertices.items() for index in range(len(vp.processor_ids()))
+        }
+        return everyone <= self.completed
+
+
+def _not_restartable(error: BaseException) -> bool:
+    """A broken contract fails the job at once: running it again cannot help."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, ProcessorContractError):
+            return True
+        seen = seen.__cause__
+    return False

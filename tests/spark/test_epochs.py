@@ -1,0 +1,111 @@
+"""Jobs with a processing guarantee on the Spark runner run in epochs (`runners.spark.epochs`):
+each epoch one Spark job ending in a snapshot the driver commits; a failed epoch runs again from
+the last committed snapshot, and what reaches the driver counts exactly once."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jetspark.checkpoint import CheckpointStore
+from jetspark.core import JobConfig, ProcessingGuarantee
+from jetspark.core.errors import JobFailedError
+from jetspark.runners.job import JobStatus
+from jetspark.runners.spark.runner import SparkRunner
+from tests.e2e.test_snapshots import EXPECTED, counting_dag
+from tests.waiting import wait_until
+
+
+def epochs(root: Path, name: str = "counting", interval: int = 300) -> JobConfig:
+    return JobConfig(
+        name=name,
+        processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE,
+        snapshot_interval_millis=interval,
+        checkpoint_root=str(root),
+    )
+
+
+def failing_at(item: int, marker: Path) -> Callable[[int], int]:
+    """A map step that raises once, on `item`, in whichever Python worker meets it first."""
+
+    def step(x: int) -> int:
+        if x == item and not os.path.exists(marker):
+            marker.touch()
+            raise RuntimeError(f"injected at {x}")
+        return x
+
+    return step
+
+
+def test_a_job_with_a_guarantee_runs_in_several_committed_epochs_and_counts_exactly(
+    spark: Any, tmp_path: Path
+) -> None:
+    job = SparkRunner(spark).submit(counting_dag(), epochs(tmp_path, interval=200))
+    job.join(180)
+    assert sorted(job.result("sink")) == EXPECTED
+    assert job.epochs_committed >= 2, "the stream ended in its first epoch: the test proves nothing"
+    assert job.metrics()["source"]["emitted"] == 3000
+    assert job.status is JobStatus.COMPLETED
+    assert not (tmp_path / "counting").exists(), "a completed job leaves its snapshots behind"
+
+
+def test_a_failed_epoch_runs_again_from_the_last_committed_snapshot(spark: Any, tmp_path: Path) -> None:
+    marker = tmp_path / "failed"
+    runner = SparkRunner(spark, restart_backoff=0.05)
+    job = runner.submit(counting_dag(failing_at(1700, marker)), epochs(tmp_path / "ck"))
+    job.join(180)
+    assert marker.exists(), "the failure was never injected"
+    assert job.epochs_aborted == 1 and "injected at 1700" in str(job.last_abort)
+    assert sorted(job.result("sink")) == EXPECTED
+    assert job.metrics()["source"]["emitted"] == 3000, "items of the aborted epoch were counted"
+
+
+def test_a_job_failing_in_every_epoch_fails_after_its_restarts_with_the_cause(spark: Any, tmp_path: Path) -> None:
+    def always(x: int) -> int:
+        if x == 5:
+            raise ValueError("bad item 5")
+        return x
+
+    runner = SparkRunner(spark, max_restarts=2, restart_backoff=0.01)
+    job = runner.submit(counting_dag(always), epochs(tmp_path))
+    with pytest.raises(JobFailedError, match=r"aborted 3 times in a row; last cause: .*bad item 5"):
+        job.join(180)
+    assert job.epochs_aborted == 3
+
+
+def test_a_job_with_a_guarantee_needs_a_checkpoint_root_and_a_name(spark: Any, tmp_path: Path) -> None:
+    runner = SparkRunner(spark)
+    with pytest.raises(ValueError, match="set JobConfig.checkpoint_root"):
+        runner.submit(counting_dag(), JobConfig(name="x", processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE))
+    unnamed = JobConfig(processing_guarantee=ProcessingGuarantee.AT_LEAST_ONCE, checkpoint_root=str(tmp_path))
+    with pytest.raises(ValueError, match="set JobConfig.name"):
+        runner.submit(counting_dag(), unnamed)
+
+
+def test_a_from_rdd_source_is_refused_in_epochs_naming_the_vertex(spark: Any, tmp_path: Path) -> None:
+    from jetspark import processors as P
+    from jetspark.core import DAG, Edge
+    from jetspark.runners.spark import from_rdd
+
+    dag = DAG()
+    source = dag.new_vertex("numbers", from_rdd(spark.sparkContext.parallelize(range(10), 2)))
+    dag.edge(Edge.between(source, dag.new_vertex("sink", P.collect())))
+    with pytest.raises(ValueError, match="vertex 'numbers': a from_rdd source cannot be replayed"):
+        SparkRunner(spark).submit(dag, epochs(tmp_path))
+
+
+def test_suspend_then_resume_continues_from_the_committed_snapshot(spark: Any, tmp_path: Path) -> None:
+    job = SparkRunner(spark).submit(counting_dag(), epochs(tmp_path, interval=150))
+    store = CheckpointStore(str(tmp_path), "counting", tidy=False)
+    wait_until(lambda: store.latest_id() is not None, timeout=120)
+    job.suspend()
+    assert job.status is JobStatus.SUSPENDED
+    suspended_at = store.latest_id()
+    assert suspended_at is not None
+    job.resume().join(180)
+    assert sorted(job.result("sink")) == EXPECTED
+    assert job.metrics()["source"]["emitted"] == 3000
