@@ -21,8 +21,18 @@ from jetspark.engine.special import DONE, SnapshotBarrier
 
 class InboundStream:
     __slots__ = (
-        "ordinal", "priority", "queues", "coalescer", "pending_watermarks", "aligned",
-        "_done", "_done_count", "_barrier_at", "barrier", "_next", "owner",
+        "ordinal",
+        "priority",
+        "queues",
+        "coalescer",
+        "pending_watermarks",
+        "aligned",
+        "_done",
+        "_done_count",
+        "_barrier_at",
+        "barrier",
+        "_next",
+        "owner",
     )
 
     def __init__(

@@ -164,7 +164,9 @@ class OutboxImpl(Outbox):
         try:
             key_bytes = pickle.dumps(key, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as error:
-            raise ProcessorContractError(f"{self.owner}: snapshot key {key!r} cannot be pickled: {error}") from error
+            raise ProcessorContractError(
+                f"{self.owner}: snapshot key {key!r} cannot be pickled: {error}"
+            ) from error
         try:
             value_bytes = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as error:
@@ -244,7 +246,9 @@ class OutboxImpl(Outbox):
 
     def _check_reoffer(self, ordinal_key: Any, item: Any) -> None:
         if self._forbidden_by is not None:
-            raise ProcessorContractError(f"{self.owner}: {self._forbidden_by}() must not emit, but offered {reprlib.repr(item)}")
+            raise ProcessorContractError(
+                f"{self.owner}: {self._forbidden_by}() must not emit, but offered {reprlib.repr(item)}"
+            )
         if self._unfinished_item is _NOTHING:
             return
         if ordinal_key == -2:

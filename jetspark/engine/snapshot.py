@@ -73,7 +73,9 @@ class Snapshot:
 
 
 class SnapshotContext:
-    def __init__(self, active_tasklets: int, last_snapshot_id: int = -1, phase2_deferred: bool = False) -> None:
+    def __init__(
+        self, active_tasklets: int, last_snapshot_id: int = -1, phase2_deferred: bool = False
+    ) -> None:
         self._lock = threading.Lock()
         #: Phase 2 happens in a later execution (Spark epochs: the driver commits after the task
         #: ended, and the next epoch's restore commits); here phase 1 is the end of a snapshot.

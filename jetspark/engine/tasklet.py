@@ -403,8 +403,10 @@ class ProcessorTasklet:
     def _phase2_outstanding(self) -> bool:
         """This processor took part in a snapshot whose phase 2 has not been requested yet."""
         snapshot = self.snapshot_context
-        return self.last_snapshot_id > self._phase2_done_id and not snapshot.export_only and (
-            snapshot.phase1_in_progress or snapshot.phase2_in_progress
+        return (
+            self.last_snapshot_id > self._phase2_done_id
+            and not snapshot.export_only
+            and (snapshot.phase1_in_progress or snapshot.phase2_in_progress)
         )
 
     def _commit_finish(self) -> bool:
@@ -439,4 +441,3 @@ class ProcessorTasklet:
 
     def __repr__(self) -> str:
         return f"ProcessorTasklet({self.name}, state={self.state.value})"
-

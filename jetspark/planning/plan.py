@@ -70,7 +70,9 @@ class ExecutionPlan:
     vertices: dict[str, VertexPlan]
     logger: logging.Logger
     #: (source vertex, source ordinal, producer) -> its consumers; keyed by names, so it survives pickling.
-    _consumer_cache: dict[tuple[str, int, ProcessorId], set[ProcessorId]] = attrs.field(factory=dict, init=False)
+    _consumer_cache: dict[tuple[str, int, ProcessorId], set[ProcessorId]] = attrs.field(
+        factory=dict, init=False
+    )
 
     def vertex_plan(self, name: str) -> VertexPlan:
         return self.vertices[name]
@@ -78,7 +80,10 @@ class ExecutionPlan:
     def edge_def(self, edge: Edge) -> EdgeDef:
         """The plan's definition of the DAG edge `edge`."""
         for definition in self.edges:
-            if definition.source_name == edge.source.name and definition.source_ordinal == edge.source_ordinal:
+            if (
+                definition.source_name == edge.source.name
+                and definition.source_ordinal == edge.source_ordinal
+            ):
                 return definition
         raise KeyError(f"edge {edge.name} is not in this plan")
 
@@ -111,7 +116,9 @@ class ExecutionPlan:
         processors = list(supplier.get(vp.local_parallelism))
         problem = None
         if len(processors) != vp.local_parallelism:
-            problem = f"returned {len(processors)} processors on member {member}, expected {vp.local_parallelism}"
+            problem = (
+                f"returned {len(processors)} processors on member {member}, expected {vp.local_parallelism}"
+            )
         else:
             wrong = [type(p).__name__ for p in processors if not isinstance(p, Processor)]
             if wrong:
@@ -151,8 +158,10 @@ class ExecutionPlan:
             table: list[int] = []
             for partition in range(self.arrangement.partition_count):
                 if edge.is_distributed:
-                    owner = (self.arrangement.owner_member(partition),
-                             self.arrangement.local_owner(partition, lp, True))
+                    owner = (
+                        self.arrangement.owner_member(partition),
+                        self.arrangement.local_owner(partition, lp, True),
+                    )
                 else:
                     owner = (member, self.arrangement.local_owner(partition, lp, False))
                 if owner not in index_of:
@@ -267,8 +276,12 @@ def build_plan(
             name=vertex.name,
             local_parallelism=lp,
             suppliers=suppliers,
-            inbound=sorted((e for e in edges if e.destination_name == vertex.name), key=lambda e: e.dest_ordinal),
-            outbound=sorted((e for e in edges if e.source_name == vertex.name), key=lambda e: e.source_ordinal),
+            inbound=sorted(
+                (e for e in edges if e.destination_name == vertex.name), key=lambda e: e.dest_ordinal
+            ),
+            outbound=sorted(
+                (e for e in edges if e.source_name == vertex.name), key=lambda e: e.source_ordinal
+            ),
         )
     for edge in edges:
         up = plan.vertices[edge.source_name]

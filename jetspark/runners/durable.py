@@ -22,7 +22,9 @@ from jetspark.engine.snapshot import (
 from jetspark.planning.plan import ExecutionPlan
 
 
-def write_files(store: CheckpointStore, snapshot_id: int, data: SnapshotData, writer: str) -> list[SnapshotFile]:
+def write_files(
+    store: CheckpointStore, snapshot_id: int, data: SnapshotData, writer: str
+) -> list[SnapshotFile]:
     """One file per vertex from `writer` (one member, or "all" in the local runner)."""
     files = []
     for index, vertex in enumerate(sorted(data)):
@@ -49,7 +51,9 @@ def export(
     straight to the exported name."""
     try:
         files = write_files(store, snapshot_id, data, "all")
-        manifest = store.write_manifest(store.snapshot_dir(snapshot_id), snapshot_id, files, partition_count, {})
+        manifest = store.write_manifest(
+            store.snapshot_dir(snapshot_id), snapshot_id, files, partition_count, {}
+        )
         return store.export(manifest, name)
     finally:
         store.abort(snapshot_id)

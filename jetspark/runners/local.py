@@ -72,7 +72,9 @@ class LocalJob(JobHandle):
         self._committer = OutputCommitter.of(self.job_id, dag)
         #: Jobs without snapshots stage their file output and commit it when they complete;
         #: jobs with snapshots write in place (a restored processor appends to its file).
-        self._staging = AttemptStaging(self.job_id, 0) if self._committer and not config.snapshots_enabled else None
+        self._staging = (
+            AttemptStaging(self.job_id, 0) if self._committer and not config.snapshots_enabled else None
+        )
         #: Snapshots persist here when the config names a checkpoint root (and takes snapshots).
         self.store = (
             CheckpointStore(config.checkpoint_root, self.name, config.snapshots_retained)
@@ -86,7 +88,9 @@ class LocalJob(JobHandle):
         may have committed output after an older one); other jobs fall back to the previous one."""
         if self.store is None:
             return self.last_snapshot
-        manifest = self.store.latest(fallback=self.config.processing_guarantee is not ProcessingGuarantee.EXACTLY_ONCE)
+        manifest = self.store.latest(
+            fallback=self.config.processing_guarantee is not ProcessingGuarantee.EXACTLY_ONCE
+        )
         if manifest is None:
             return None
         return durable.load(self.store, manifest, DEFAULT_PARTITION_COUNT)
@@ -128,7 +132,9 @@ class LocalJob(JobHandle):
             raise ValueError(f"job {self.name!r}: suspend needs a processing guarantee other than NONE")
         with self._lock:
             if self.status is not JobStatus.RUNNING:
-                raise ValueError(f"job {self.name!r} is {self.status.value}; only a running job can be suspended")
+                raise ValueError(
+                    f"job {self.name!r} is {self.status.value}; only a running job can be suspended"
+                )
             self._requests.append((True, None))
         if not self._finished.wait(timeout):
             raise JobTimeoutError(f"job {self.name!r} did not suspend within {timeout} s")
@@ -307,16 +313,22 @@ class LocalJob(JobHandle):
             self._next_snapshot_at = time.monotonic() + self.config.snapshot_interval_millis / 1000
 
     def _on_phase1_complete(self, snapshot_id: int, data: SnapshotData) -> bool:
-        snapshot = Snapshot(snapshot_id, {k: list(v) for k, v in data.items()}, getattr(self, "_export_name", None))
+        snapshot = Snapshot(
+            snapshot_id, {k: list(v) for k, v in data.items()}, getattr(self, "_export_name", None)
+        )
         if self.store is not None:
             try:
                 if snapshot.name is not None:
-                    durable.export(self.store, snapshot_id, snapshot.data, DEFAULT_PARTITION_COUNT, snapshot.name)
+                    durable.export(
+                        self.store, snapshot_id, snapshot.data, DEFAULT_PARTITION_COUNT, snapshot.name
+                    )
                 else:
                     extra = {"member_count": self.member_count, "job_id": self.job_id}
                     durable.save(self.store, snapshot_id, snapshot.data, DEFAULT_PARTITION_COUNT, extra)
             except Exception:
-                _log.exception("job %r: snapshot %d could not be stored; it does not count", self.name, snapshot_id)
+                _log.exception(
+                    "job %r: snapshot %d could not be stored; it does not count", self.name, snapshot_id
+                )
                 return False
         if snapshot.name is not None:
             self._exported[snapshot.name] = snapshot
@@ -377,4 +389,3 @@ class LocalRunner:
     def run(self, dag: DAG, config: JobConfig | None = None, timeout: float | None = None) -> LocalJob:
         """Submit and wait for the end; re-raises a failure."""
         return self.submit(dag, config).join(timeout)
-

@@ -143,7 +143,9 @@ def _close_unused(processor: Processor, vertex: str, member: int, index: int) ->
     try:
         processor.close()
     except Exception:
-        _log.exception("vertex %r processor %s: close() failed; the error is ignored", vertex, (member, index))
+        _log.exception(
+            "vertex %r processor %s: close() failed; the error is ignored", vertex, (member, index)
+        )
 
 
 def tasklet_metrics(tasklets: Iterable[ProcessorTasklet]) -> dict[str, dict[str, int]]:

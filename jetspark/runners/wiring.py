@@ -42,7 +42,9 @@ from jetspark.planning.plan import EdgeTargets, ExecutionPlan, ProcessorId
 ProcessorKey = tuple[str, int, int]  # (vertex, member, local index)
 
 
-def make_collector(edge: EdgeDef, targets: EdgeTargets, queues: list[BoundedQueue], start: int) -> OutboundCollector:
+def make_collector(
+    edge: EdgeDef, targets: EdgeTargets, queues: list[BoundedQueue], start: int
+) -> OutboundCollector:
     """The collector for one producer on one edge, given the queues to its `targets.consumers`."""
     if not queues:
         return DroppingCollector()
@@ -159,7 +161,11 @@ def wire(
             for edge in vp.inbound:
                 producers = plan.producers_of(edge, me)
                 stream_queues = [q for p in producers if (q := queue_for(edge, p, me)) is not None]
-                streams.append(InboundStream(edge.dest_ordinal, edge.priority, stream_queues, context.vertex_name, aligned))
+                streams.append(
+                    InboundStream(
+                        edge.dest_ordinal, edge.priority, stream_queues, context.vertex_name, aligned
+                    )
+                )
             name = f"vertex {vertex_name!r} processor #{context.global_processor_index}"
             snapshot_sink = _snapshot_sink(snapshot_context, vertex_name)
             outbox = OutboxImpl(collectors, name, batch_size, snapshot_sink, plan.arrangement.partition_count)
@@ -169,7 +175,9 @@ def wire(
                 restore_data, plan, vertex_name, member, local_index, routed_by_vertex.get(vertex_name)
             )
             try:
-                tasklet = ProcessorTasklet(processors[key], context, outbox, streams, snapshot_context, restore)
+                tasklet = ProcessorTasklet(
+                    processors[key], context, outbox, streams, snapshot_context, restore
+                )
             except Exception as error:  # is_cooperative() raised
                 raise JobFailedError(
                     f"{name} failed: {type(error).__name__}: {error}",

@@ -309,7 +309,11 @@ class Harness:
         self.log.note(f"restore {self.restores} into {target if self.mode.multi else 'a new processor'}")
         self._create(target)
         for inst in self.instances:
-            mine = entries if self.router is None else self.router.entries_for(entries, inst.context.global_processor_index)
+            mine = (
+                entries
+                if self.router is None
+                else self.router.entries_for(entries, inst.context.global_processor_index)
+            )
             self._restore_into(inst, unpickle_entries(mine))
 
     def _restore_into(self, inst: Instance, entries: list[tuple[Any, Any]]) -> None:

@@ -17,7 +17,6 @@ from tests.spark.processes import ROOT, with_root_on_path
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
-
 @pytest.mark.timeout(420)
 def test_members_run_in_separate_executors_with_the_same_partition_ownership() -> None:
     env = with_root_on_path(dict(os.environ))

@@ -64,7 +64,9 @@ def test_a_failed_epoch_runs_again_from_the_last_committed_snapshot(spark: Any, 
     assert job.metrics()["source"]["emitted"] == 3000, "items of the aborted epoch were counted"
 
 
-def test_a_job_failing_in_every_epoch_fails_after_its_restarts_with_the_cause(spark: Any, tmp_path: Path) -> None:
+def test_a_job_failing_in_every_epoch_fails_after_its_restarts_with_the_cause(
+    spark: Any, tmp_path: Path
+) -> None:
     def always(x: int) -> int:
         if x == 5:
             raise ValueError("bad item 5")
@@ -79,10 +81,12 @@ def test_a_job_failing_in_every_epoch_fails_after_its_restarts_with_the_cause(sp
 
 def test_a_job_with_a_guarantee_needs_a_checkpoint_root_and_a_name(spark: Any, tmp_path: Path) -> None:
     runner = SparkRunner(spark)
-    with pytest.raises(ValueError, match="set JobConfig.checkpoint_root"):
-        runner.submit(counting_dag(), JobConfig(name="x", processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE))
+    with pytest.raises(ValueError, match=r"set JobConfig\.checkpoint_root"):
+        runner.submit(
+            counting_dag(), JobConfig(name="x", processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE)
+        )
     unnamed = JobConfig(processing_guarantee=ProcessingGuarantee.AT_LEAST_ONCE, checkpoint_root=str(tmp_path))
-    with pytest.raises(ValueError, match="set JobConfig.name"):
+    with pytest.raises(ValueError, match=r"set JobConfig\.name"):
         runner.submit(counting_dag(), unnamed)
 
 

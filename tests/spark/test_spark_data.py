@@ -79,7 +79,9 @@ def files_job(directory: Path, count: int = 200, overwrite: bool = False, fail_a
 
 def test_files_sink_refuses_a_directory_with_output_at_submit(spark: Any, tmp_path: Path) -> None:
     (tmp_path / "written-00000.txt").write_text("old\n")
-    with pytest.raises(DagValidationError, match=r"vertex 'written': directory .* already holds written-00000.txt"):
+    with pytest.raises(
+        DagValidationError, match=r"vertex 'written': directory .* already holds written-00000.txt"
+    ):
         SparkRunner(spark).submit(files_job(tmp_path), JobConfig(member_count=2))
     assert (tmp_path / "written-00000.txt").read_text() == "old\n", "nothing was touched"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["written-00000.txt"]

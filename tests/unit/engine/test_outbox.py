@@ -428,7 +428,9 @@ def test_a_snapshot_key_is_serialized_when_offered_so_mutating_it_afterwards_cha
 def test_a_snapshot_key_that_cannot_be_routed_is_refused_at_offer_naming_the_processor() -> None:
     outbox, _ = outbox_to([10], snapshot_sink=lambda _entries: None)
     outbox.allow_snapshot_offers("save_to_snapshot")
-    with pytest.raises(ProcessorContractError, match=r"processor #3: snapshot key \['unhashable'\] cannot be routed"):
+    with pytest.raises(
+        ProcessorContractError, match=r"processor #3: snapshot key \['unhashable'\] cannot be routed"
+    ):
         outbox.offer_to_snapshot(["unhashable"], 1)
     assert outbox.buffered() == 0
 

@@ -210,8 +210,14 @@ def test_producers_of_is_the_inverse_of_consumers_of() -> None:
             plan = build_plan(dag, JobConfig(), 2, partition_count=20)
             producers = plan.vertex_plan("up").processor_ids()
             for consumer in plan.vertex_plan("down").processor_ids():
-                expected = [p for p in producers if consumer in plan.consumers_of(plan.edge_def(edge), p).consumers]
-                assert plan.producers_of(plan.edge_def(edge), consumer) == expected, (routing, distributed, consumer)
+                expected = [
+                    p for p in producers if consumer in plan.consumers_of(plan.edge_def(edge), p).consumers
+                ]
+                assert plan.producers_of(plan.edge_def(edge), consumer) == expected, (
+                    routing,
+                    distributed,
+                    consumer,
+                )
 
 
 def test_processors_of_a_rejected_supplier_result_are_closed() -> None:
@@ -239,6 +245,7 @@ def test_processors_of_a_rejected_supplier_result_are_closed() -> None:
 
 def test_a_plan_pickles_without_the_dag_or_its_meta_suppliers() -> None:
     """Executors get the plan; a meta supplier that cannot be pickled stays with the coordinator."""
+
     class LockedMeta(ProcessorMetaSupplier):
         def __init__(self) -> None:
             self.lock = threading.Lock()  # not picklable

@@ -146,7 +146,9 @@ def test_files_refuses_a_directory_with_output_unless_asked_to_overwrite(tmp_pat
         dag.edge(Edge.between(source, dag.new_vertex("sink", P.files(str(tmp_path), overwrite=overwrite))))
         return dag
 
-    with pytest.raises(DagValidationError, match=r"vertex 'sink': directory .* already holds sink-00003\.txt"):
+    with pytest.raises(
+        DagValidationError, match=r"vertex 'sink': directory .* already holds sink-00003\.txt"
+    ):
         LocalRunner(1).submit(job(overwrite=False))
     assert (tmp_path / "sink-00003.txt").read_text() == "stale\n"
     LocalRunner(1).run(job(overwrite=True), timeout=60)
@@ -180,7 +182,9 @@ STREAM_COUNT = 3000
 STREAM_RATE = 4000  # items per second for the whole source vertex: the job streams for about 0.75 s
 
 
-def stream_into_files(directory: Path, step: Callable[[int], int] | None = None, overwrite: bool = False) -> DAG:
+def stream_into_files(
+    directory: Path, step: Callable[[int], int] | None = None, overwrite: bool = False
+) -> DAG:
     """generator_stream -> (map step) -> files, two processors per vertex."""
     dag = DAG()
     upstream = dag.new_vertex(
