@@ -1,7 +1,9 @@
 """Shared Hypothesis settings profiles; `ci` is selected when the CI environment variable is set."""
 
 import os
+from collections.abc import Iterator
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile("dev", deadline=None)
@@ -13,3 +15,12 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+@pytest.fixture(scope="session")
+def postgres_dsn() -> Iterator[str]:
+    """The DSN of a real PostgreSQL server started for this test session (`tests/postgres_server.py`)."""
+    from tests.postgres_server import postgres_server
+
+    with postgres_server() as dsn:
+        yield dsn

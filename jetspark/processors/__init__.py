@@ -8,7 +8,8 @@ without breaking anyone. Each factory's docstring is its specification.
 - transforms: `map`, `filter`, `flat_map`, `fused` (with `Chain`)
 - aggregation: `AggregateOperation`, `counting`, `summing`, `to_list`, `averaging`,
   `accumulate_by_key`, `combine_by_key`, `aggregate_by_key`, `entry_key`
-- sinks: `collect`, `logger`, `noop`, `files`, `batches`
+- sinks: `collect`, `logger`, `noop`, `files`, `batches`; exactly-once: `transactional_files`,
+  `postgres` (and `TransactionalSinkP` to write your own)
 """
 
 from jetspark.processors.aggregate import AggregateOperation as AggregateOperation
@@ -20,6 +21,7 @@ from jetspark.processors.aggregate import counting as counting
 from jetspark.processors.aggregate import entry_key as entry_key
 from jetspark.processors.aggregate import summing as summing
 from jetspark.processors.aggregate import to_list as to_list
+from jetspark.processors.postgres import postgres as postgres
 from jetspark.processors.sinks import batches as batches
 from jetspark.processors.sinks import collect as collect
 from jetspark.processors.sinks import files as files
@@ -27,6 +29,8 @@ from jetspark.processors.sinks import logger as logger
 from jetspark.processors.sinks import noop as noop
 from jetspark.processors.sources import from_iterable as from_iterable
 from jetspark.processors.sources import generator_stream as generator_stream
+from jetspark.processors.transactional import TransactionalSinkP as TransactionalSinkP
+from jetspark.processors.transactional import transactional_files as transactional_files
 from jetspark.processors.transforms import Chain as Chain
 from jetspark.processors.transforms import filter as filter
 from jetspark.processors.transforms import flat_map as flat_map
@@ -36,6 +40,7 @@ from jetspark.processors.transforms import map as map
 __all__ = [
     "AggregateOperation",
     "Chain",
+    "TransactionalSinkP",
     "accumulate_by_key",
     "aggregate_by_key",
     "averaging",
@@ -53,6 +58,8 @@ __all__ = [
     "logger",
     "map",
     "noop",
+    "postgres",
     "summing",
     "to_list",
+    "transactional_files",
 ]

@@ -1,0 +1,257 @@
+"""Exactly-once sinks: the two-phase commit of Jet's transactional sinks, and a file sink built on it.
+
+`TransactionalSinkP` holds the protocol; a subclass says how to write to, prepare, commit and roll
+back one transaction of its external system. A transaction's id is deterministic: `<job id>-<vertex>-
+<global processor index>-<sequence>`, so a restarted processor finds what it left behind by prefix.
+
+- Items go into the open transaction `seq`.
+- `save_to_snapshot` saves `seq` (a broadcast entry, so a restore with another parallelism still
+  sees every processor's); `snapshot_commit_prepare` prepares `seq` and opens `seq + 1`. A saved
+  `seq` therefore means: every transaction up to `seq` belongs to the snapshot.
+- `snapshot_commit_finish(True)` commits the prepared transactions; after `False` they wait for the
+  next successful snapshot (a later snapshot's `seq` covers them too).
+- After a restart, `restore_from_snapshot` commits the restored processors' prepared transactions up
+  to their saved `seq` and rolls back the newer ones; a processor that starts without a snapshot
+  rolls back whatever its prefix left. Committing is idempotent: a transaction already committed is
+  no longer pending, and is skipped.
+- `complete()` commits the rest, except in epochs (`ProcessorContext.in_epochs`): there it returns
+  False while anything is uncommitted, so that the epoch's terminal snapshot takes it and the
+  driver's commit covers it. Without a processing guarantee there are no snapshots: the open
+  transaction is committed whenever it holds `max_transaction_items` items, and at the end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import re
+from collections.abc import Callable
+from typing import IO, Any
+
+from jetspark.core.abstract_processor import AbstractProcessor
+from jetspark.core.context import ProcessorContext
+from jetspark.core.inbox import Inbox
+from jetspark.core.suppliers import ProcessorSupplier
+from jetspark.core.watermark import BroadcastKey, Watermark
+
+#: Items an open transaction collects before it is committed, in a job without snapshots.
+DEFAULT_MAX_TRANSACTION_ITEMS = 100_000
+
+
+def transaction_id(prefix: str, seq: int) -> str:
+    return f"{prefix}-{seq:010d}"
+
+
+def transaction_seq(txn: str) -> int:
+    return int(txn.rsplit("-", 1)[1])
+
+
+class TransactionalSinkP(AbstractProcessor):
+    """Base of exactly-once sinks; see the module docstring. Subclasses implement the hooks
+    `write`, `prepare`, `commit`, `rollback` and `pending`."""
+
+    def __init__(self, max_transaction_items: int = DEFAULT_MAX_TRANSACTION_ITEMS) -> None:
+        super().__init__()
+        self.max_transaction_items = max_transaction_items
+        self.prefix = ""
+        self.seq = 0
+        self._open_items = 0
+        self._prepared: list[int] = []
+        self._restored: dict[int, tuple[str, int]] = {}
+        self._recovered = False
+
+    # ---- the hooks --------------------------------------------------------------------------
+
+    def write(self, txn: str, items: list[Any]) -> None:
+        raise NotImplementedError
+
+    def prepare(self, txn: str) -> None:
+        """Make the transaction's writes durable but invisible."""
+        raise NotImplementedError
+
+    def commit(self, txn: str) -> None:
+        """Make a prepared transaction visible. Called only for a transaction `pending` lists, or
+        one this processor prepared."""
+        raise NotImplementedError
+
+    def rollback(self, txn: str) -> None:
+        raise NotImplementedError
+
+    def pending(self, prefix: str) -> list[str]:
+        """Transactions with `prefix` written or prepared but not committed."""
+        raise NotImplementedError
+
+    # ---- the protocol -----------------------------------------------------------------------
+
+    def init_processor(self, context: ProcessorContext) -> None:
+        self.prefix = self.prefix_of(context.global_processor_index)
+
+    def prefix_of(self, index: int) -> str:
+        context = self.context
+        vertex = re.sub(r"[^A-Za-z0-9_]", "_", context.vertex_name)
+        return f"{context.job_id}-{vertex}-{index}"
+
+    def try_process_watermark(self, watermark: Watermark) -> bool:
+        return True
+
+    def process(self, ordinal: int, inbox: Inbox) -> None:
+        self._recover()
+        items: list[Any] = []
+        inbox.drain_to(items)
+        self.write(transaction_id(self.prefix, self.seq), items)
+        self._open_items += len(items)
+        if not self.context.snapshotting_enabled and self._open_items >= self.max_transaction_items:
+            self._commit_open()
+
+    def save_to_snapshot(self) -> bool:
+        self._recover()
+        return self.try_emit_to_snapshot(
+            BroadcastKey(("txn", self.context.global_processor_index)), (self.prefix, self.seq)
+        )
+
+    def snapshot_commit_prepare(self) -> bool:
+        if self._open_items:
+            self.prepare(transaction_id(self.prefix, self.seq))
+            self._prepared.append(self.seq)
+        self._open_items = 0
+        self.seq += 1
+        return True
+
+    def snapshot_commit_finish(self, success: bool) -> bool:
+        if success:
+            for seq in self._prepared:
+                self.commit(transaction_id(self.prefix, seq))
+            self._prepared.clear()
+        return True
+
+    def complete(self) -> bool:
+        self._recover()
+        if self.context.in_epochs:
+            return not (self._open_items or self._prepared)
+        self._commit_open()
+        return True
+
+    def restore_from_snapshot(self, inbox: Inbox) -> None:
+        for key, (prefix, seq) in inbox:
+            index = key.key[1]
+            if index % self.context.total_parallelism == self.context.global_processor_index:
+                self._restored[index] = (prefix, seq)
+        inbox.drain(lambda _entry: None)
+
+    def finish_snapshot_restore(self) -> bool:
+        self._recover()
+        return True
+
+    def _recover(self) -> None:
+        """Once, before anything else: settle what earlier runs left (see the module docstring)."""
+        if self._recovered:
+            return
+        self._recovered = True
+        own = self.context.global_processor_index
+        if own not in self._restored:  # a fresh start, or a processor the snapshot did not have
+            self._restored[own] = (self.prefix, -1)
+        for prefix, seq in self._restored.values():
+            for txn in sorted(self.pending(prefix), key=transaction_seq):
+                if transaction_seq(txn) <= seq:
+                    self.commit(txn)
+                else:
+                    self.rollback(txn)
+        self.seq = max(seq for _, seq in self._restored.values()) + 1
+        self._restored.clear()
+
+    def _commit_open(self) -> None:
+        self.snapshot_commit_prepare()
+        self.snapshot_commit_finish(True)
+
+
+class _TransactionalFilesP(TransactionalSinkP):
+    """One file per transaction: written as `.<txn>.tmp`, committed by renaming it to
+    `part-<processor>-<seq>`; a transaction that wrote nothing leaves no file."""
+
+    def __init__(self, directory: str, format_item: Callable[[Any], str], max_transaction_items: int) -> None:
+        super().__init__(max_transaction_items)
+        self.directory = directory
+        self.format_item = format_item
+        self._file: IO[str] | None = None
+        self._file_txn = ""
+
+    def is_cooperative(self) -> bool:
+        return False  # file system calls may block
+
+    def init_processor(self, context: ProcessorContext) -> None:
+        super().init_processor(context)
+        os.makedirs(self.directory, exist_ok=True)
+
+    def _temp(self, txn: str) -> str:
+        return os.path.join(self.directory, f".{txn}.tmp")
+
+    def _final(self, txn: str) -> str:
+        index = int(txn.rsplit("-", 2)[1])
+        return os.path.join(self.directory, f"part-{index:05d}-{transaction_seq(txn):010d}")
+
+    def write(self, txn: str, items: list[Any]) -> None:
+        if self._file is None or self._file_txn != txn:
+            self._close_file()
+            self._file = open(self._temp(txn), "a", encoding="utf-8")  # noqa: SIM115 (closed at prepare)
+            self._file_txn = txn
+        fmt = self.format_item
+        self._file.write("".join(f"{fmt(item)}\n" for item in items))
+
+    def prepare(self, txn: str) -> None:
+        self._close_file()
+
+    def commit(self, txn: str) -> None:
+        if self._file_txn == txn:
+            self._close_file()
+        # a missing file was committed before (a restore commits what phase 2 may have committed)
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(self._temp(txn), self._final(txn))
+
+    def rollback(self, txn: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(self._temp(txn))
+
+    def pending(self, prefix: str) -> list[str]:
+        head = f".{prefix}-"
+        return [
+            name[1:-4]
+            for name in os.listdir(self.directory)
+            if name.startswith(head) and name.endswith(".tmp")
+        ]
+
+    def _close_file(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+            self._file_txn = ""
+
+    def close(self) -> None:
+        self._close_file()
+
+
+def transactional_files(
+    directory: str,
+    format_item: Callable[[Any], str] = str,
+    max_transaction_items: int = DEFAULT_MAX_TRANSACTION_ITEMS,
+) -> ProcessorSupplier:
+    """An exactly-once file sink: `format_item(item)` per line, one file per processor and
+    transaction (`part-<processor>-<seq>`), visible once the snapshot that covers it is committed.
+
+    With EXACTLY_ONCE each line appears once after any failure and restart; readers should ignore
+    names starting with a dot (transactions not committed yet). The directory must be reachable
+    from every Spark executor (a shared file system) and written by one job only.
+    """
+    return ProcessorSupplier.of(
+        functools.partial(_TransactionalFilesP, directory, format_item, max_transaction_items)
+    )
+
+
+def read_lines(directory: str) -> list[str]:
+    """Every committed line under `directory` (the `part-*` files), for tests and small outputs."""
+    lines: list[str] = []
+    for name in sorted(os.listdir(directory)):
+        if name.startswith("part-"):
+            with open(os.path.join(directory, name), encoding="utf-8") as file:
+                lines.extend(file.read().splitlines())
+    return lines
