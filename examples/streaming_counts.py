@@ -18,7 +18,8 @@ import sys
 from typing import Any
 
 from jetspark import DAG, Edge, JobConfig
-from jetspark.core import AbstractProcessor, ProcessingGuarantee
+from jetspark.core import AbstractProcessor, ProcessingGuarantee, Traverser
+from jetspark.core.traverser import traverse_iterable
 from jetspark.processors import generator_stream, postgres, transactional_files
 from jetspark.processors.transactional import read_lines
 
@@ -36,6 +37,7 @@ class RunningCount(AbstractProcessor):
     def __init__(self) -> None:
         super().__init__()
         self.counts: dict[int, int] = {}
+        self._saving: Traverser[tuple[int, int]] | None = None
 
     def try_process_item(self, ordinal: int, item: Any) -> bool:
         key = key_of(item)
@@ -46,7 +48,13 @@ class RunningCount(AbstractProcessor):
         return True
 
     def save_to_snapshot(self) -> bool:
-        return self.emit_from_traverser_to_snapshot(iter(list(self.counts.items())))
+        # one traverser per snapshot: a call that returns False resumes it where the outbox was full
+        if self._saving is None:
+            self._saving = traverse_iterable(list(self.counts.items()))
+        if not self.emit_from_traverser_to_snapshot(self._saving):
+            return False
+        self._saving = None
+        return True
 
     def restore_from_snapshot_entry(self, key: Any, value: Any) -> None:
         self.counts[key] = value

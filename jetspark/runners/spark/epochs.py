@@ -184,9 +184,12 @@ class EpochJob(SparkJob):
                 if outcome.all_completed(self.plan):
                     self._keep(outcome)
                     return JobStatus.COMPLETED
-                self._commit(epoch, outcome)
-                restarts = 0
-                continue
+                try:
+                    self._commit(epoch, outcome)
+                    restarts = 0
+                    continue
+                except Exception as failure:  # LATEST did not move: the epoch is not committed
+                    outcome, cause = None, failure
             self._abort(epoch)
             if self._request == "cancel" or self._request == "suspend" or self._request == "restart":
                 continue
@@ -229,14 +232,15 @@ class EpochJob(SparkJob):
         return _Outcome.of(records, self.plan.vertices)
 
     def _commit(self, epoch: int, outcome: _Outcome) -> None:
-        self._completed |= outcome.completed
+        completed = self._completed | outcome.completed
         extra = {
             "job_id": self.job_id,
             "member_count": self.member_count,
-            "completed": sorted(self._completed),
+            "completed": sorted(completed),
         }
         files = [SnapshotFile.from_json(f) for f in outcome.files]
         self.store.commit(epoch, files, self.plan.arrangement.partition_count, extra)
+        self._completed = completed
         self._keep(outcome)
         self.epochs_committed += 1
 
@@ -251,7 +255,7 @@ class EpochJob(SparkJob):
     def _abort(self, epoch: int) -> None:
         try:
             self.store.abort(epoch)
-        except OSError:
+        except (OSError, ValueError):
             _log.exception("job %r: deleting the files of aborted epoch %d failed", self.name, epoch)
 
     def _forget_run(self, spec: EpochSpec) -> None:
