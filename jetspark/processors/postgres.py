@@ -28,6 +28,9 @@ class _PostgresP(TransactionalSinkP):
         self.insert = insert
         self.to_row = to_row
         self._conn: Any = None
+        #: Commits, rollbacks and lookups of prepared transactions: they cannot run inside the open
+        #: transaction that `_conn` may hold meanwhile.
+        self._control: Any = None
         self._in_transaction = False
 
     def is_cooperative(self) -> bool:
@@ -38,6 +41,7 @@ class _PostgresP(TransactionalSinkP):
 
         super().init_processor(context)
         self._conn = psycopg.connect(self.dsn, autocommit=True)
+        self._control = psycopg.connect(self.dsn, autocommit=True)
 
     def write(self, txn: str, items: list[Any]) -> None:
         conn = self._conn
@@ -58,22 +62,25 @@ class _PostgresP(TransactionalSinkP):
         from psycopg import sql
 
         if txn in self.pending(txn):  # not committed yet (a restore may find it committed)
-            self._conn.execute(sql.SQL("COMMIT PREPARED {}").format(sql.Literal(txn)))
+            self._control.execute(sql.SQL("COMMIT PREPARED {}").format(sql.Literal(txn)))
 
     def rollback(self, txn: str) -> None:
         from psycopg import sql
 
-        self._conn.execute(sql.SQL("ROLLBACK PREPARED {}").format(sql.Literal(txn)))
+        self._control.execute(sql.SQL("ROLLBACK PREPARED {}").format(sql.Literal(txn)))
 
     def pending(self, prefix: str) -> list[str]:
         pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        rows = self._conn.execute(
+        rows = self._control.execute(
             "SELECT gid FROM pg_prepared_xacts WHERE database = current_database() AND gid LIKE %s",
             (pattern,),
         ).fetchall()
         return [row[0] for row in rows]
 
     def close(self) -> None:
+        if self._control is not None:
+            self._control.close()
+            self._control = None
         if self._conn is not None:
             try:
                 if self._in_transaction:
