@@ -66,7 +66,9 @@ def p1_pyspark(spark: Any, n: int) -> dict[str, int]:
 def word_count_jetspark(runner: SparkRunner, spark: Any, path: str) -> dict[str, int]:
     dag = DAG()
     lines = dag.new_vertex("lines", from_rdd(spark.sparkContext.textFile(path, MEMBERS)))
-    counted = P.aggregate_by_key(dag, "count", lines, same, P.counting(), steps=P.Chain().flat_map(split_words))
+    counted = P.aggregate_by_key(
+        dag, "count", lines, same, P.counting(), steps=P.Chain().flat_map(split_words)
+    )
     sink = dag.new_vertex("sink", P.collect())
     dag.edge(Edge.between(counted, sink))
     job = runner.run(dag, JobConfig(name="word-count", member_count=MEMBERS))
@@ -95,9 +97,7 @@ def write_corpus(directory: Path, megabytes: int, seed: int = 11) -> Path:
     return path
 
 
-def race(
-    repeat: int, contenders: list[tuple[str, Callable[[], dict[str, int]]]]
-) -> dict[str, float]:
+def race(repeat: int, contenders: list[tuple[str, Callable[[], dict[str, int]]]]) -> dict[str, float]:
     best: dict[str, float] = {}
     expected: dict[str, int] | None = None
     for _ in range(repeat):
@@ -114,7 +114,9 @@ def race(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--n", type=int, default=4_000_000)
     parser.add_argument("--corpus-mb", type=int, default=50)
     parser.add_argument("--repeat", type=int, default=3)
@@ -127,14 +129,28 @@ def main() -> None:
         corpus = write_corpus(Path(tmp), args.corpus_mb)
         size_mb = corpus.stat().st_size / 1e6
         rows = [
-            ("P1", f"N = {args.n:,}", race(args.repeat, [
-                ("jetspark", lambda: p1_jetspark(runner, args.n)),
-                ("pyspark", lambda: p1_pyspark(spark, args.n)),
-            ])),
-            ("word count", f"{size_mb:.0f} MB", race(args.repeat, [
-                ("jetspark", lambda: word_count_jetspark(runner, spark, str(corpus))),
-                ("pyspark", lambda: word_count_pyspark(spark, str(corpus))),
-            ])),
+            (
+                "P1",
+                f"N = {args.n:,}",
+                race(
+                    args.repeat,
+                    [
+                        ("jetspark", lambda: p1_jetspark(runner, args.n)),
+                        ("pyspark", lambda: p1_pyspark(spark, args.n)),
+                    ],
+                ),
+            ),
+            (
+                "word count",
+                f"{size_mb:.0f} MB",
+                race(
+                    args.repeat,
+                    [
+                        ("jetspark", lambda: word_count_jetspark(runner, spark, str(corpus))),
+                        ("pyspark", lambda: word_count_pyspark(spark, str(corpus))),
+                    ],
+                ),
+            ),
         ]
     print(f"Spark local[{MEMBERS}], {MEMBERS} members, best of {args.repeat} (wall clock)")
     print(f"{'benchmark':12} {'input':>14} {'jetspark s':>11} {'PySpark s':>10} {'ratio':>7}")

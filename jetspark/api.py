@@ -12,6 +12,7 @@ session spark-submit configured). The runner comes from the environment:
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
@@ -19,6 +20,9 @@ from jetspark.core.config import JobConfig
 from jetspark.core.dag import DAG
 
 RUNNER_ENV = "JETSPARK_RUNNER"
+
+
+_log = logging.getLogger("jetspark")
 
 
 def default_runner() -> Any:
@@ -42,4 +46,15 @@ def run(dag: DAG, config: JobConfig | None = None, runner: Any = None, timeout: 
     (`JobFailedError` naming the vertex and processor).
     """
     runner = runner if runner is not None else default_runner()
-    return runner.submit(dag, config or JobConfig()).join(timeout)
+    config = config or JobConfig()
+    job = runner.submit(dag, config)
+    try:
+        return job.join(timeout)
+    except KeyboardInterrupt:  # Ctrl-C: a job with snapshots stops cleanly, resumable
+        if config.snapshots_enabled and hasattr(job, "suspend"):
+            _log.warning("job %r: interrupted; suspending it (submit it again to resume)", job.name)
+            job.suspend()
+            _log.warning("job %r: suspended", job.name)
+        else:
+            job.cancel()
+        raise

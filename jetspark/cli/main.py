@@ -113,6 +113,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except JavaNotFoundError as error:
         print(f"jetspark: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(
+            "jetspark: interrupted (a job with a guarantee was suspended: run it again to resume)",
+            file=sys.stderr,
+        )
+        return 130
     return 0  # pragma: no cover - execve does not return
 
 

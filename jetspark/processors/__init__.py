@@ -9,7 +9,7 @@ without breaking anyone. Each factory's docstring is its specification.
 - aggregation: `AggregateOperation`, `counting`, `summing`, `to_list`, `averaging`,
   `accumulate_by_key`, `combine_by_key`, `aggregate_by_key`, `entry_key`
 - sinks: `collect`, `logger`, `noop`, `files`, `batches`; exactly-once: `transactional_files`,
-  `postgres` (and `TransactionalSinkP` to write your own)
+  `postgres` (subclass `processors.transactional.TransactionalSinkP` for another system)
 """
 
 from jetspark.processors.aggregate import AggregateOperation as AggregateOperation
@@ -29,7 +29,6 @@ from jetspark.processors.sinks import logger as logger
 from jetspark.processors.sinks import noop as noop
 from jetspark.processors.sources import from_iterable as from_iterable
 from jetspark.processors.sources import generator_stream as generator_stream
-from jetspark.processors.transactional import TransactionalSinkP as TransactionalSinkP
 from jetspark.processors.transactional import transactional_files as transactional_files
 from jetspark.processors.transforms import Chain as Chain
 from jetspark.processors.transforms import filter as filter
@@ -40,7 +39,6 @@ from jetspark.processors.transforms import map as map
 __all__ = [
     "AggregateOperation",
     "Chain",
-    "TransactionalSinkP",
     "accumulate_by_key",
     "aggregate_by_key",
     "averaging",

@@ -113,3 +113,50 @@ def test_suspend_then_resume_continues_from_the_committed_snapshot(spark: Any, t
     job.resume().join(180)
     assert sorted(job.result("sink")) == EXPECTED
     assert job.metrics()["source"]["emitted"] == 3000
+
+
+@pytest.mark.timeout(300)
+def test_ctrl_c_suspends_a_job_run_by_the_cli_and_running_it_again_finishes_it_exactly(
+    tmp_path: Path,
+) -> None:
+    import json
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+
+    from examples.streaming_counts import expected_rows
+    from jetspark.processors.transactional import read_lines
+    from tests.spark.processes import ROOT, with_root_on_path
+
+    out, root = tmp_path / "out", tmp_path / "ck"
+    script = tmp_path / "job.py"
+    script.write_text(
+        textwrap.dedent(f"""
+            from examples.streaming_counts import streaming_dag
+            from jetspark import JobConfig
+            from jetspark.api import run
+            from jetspark.core import ProcessingGuarantee
+
+            config = JobConfig(name="interrupted", processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE,
+                               snapshot_interval_millis=400, checkpoint_root={str(root)!r})
+            run(streaming_dag({str(out)!r}, 6000, rate=1500), config)
+        """)
+    )
+    command = [sys.executable, "-m", "jetspark.cli.main", "run", str(script)]
+    env = with_root_on_path(dict(os.environ))
+    first = subprocess.Popen(command, cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
+    latest = root / "interrupted" / "LATEST"
+    wait_until(lambda: latest.exists() or first.poll() is not None, timeout=120)
+    assert first.poll() is None, "the job ended before it could be interrupted"
+    first.send_signal(signal.SIGINT)
+    _, stderr = first.communicate(timeout=120)
+    assert first.returncode == 130, stderr[-3000:]
+    assert "suspended" in stderr
+    suspended_at = json.loads(latest.read_text())["snapshot_id"]
+    assert len(read_lines(str(out))) < 6000, "the job had finished before Ctrl-C"
+
+    second = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert sorted(read_lines(str(out))) == expected_rows(6000)
+    assert suspended_at >= 0 and not latest.exists(), "a completed job leaves its snapshots behind"
