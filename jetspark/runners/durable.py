@@ -19,6 +19,7 @@ from jetspark.engine.snapshot import (
     SnapshotEntry,
     entry_partition,
 )
+from jetspark.planning.partitions import PartitionArrangement
 from jetspark.planning.plan import ExecutionPlan
 
 
@@ -78,25 +79,68 @@ def load(
 
 
 def load_shares(
-    store: CheckpointStore, manifest: Manifest, plan: ExecutionPlan, vertices: Collection[str], member: int
+    store: CheckpointStore,
+    manifest: Manifest,
+    plan: ExecutionPlan,
+    vertices: Collection[str],
+    member: int,
+    completed: Collection[tuple[str, int]] = (),
 ) -> SnapshotData:
     """The entries member `member`'s processors of `vertices` restore: the partitions they own and
     the broadcast entries, read without the rest of the file (a snapshot taken with another
-    partition count is read whole and its keys' partitions computed again)."""
+    partition count is read whole and its keys' partitions computed again).
+
+    `completed` names processors (vertex, global index) that completed in an earlier epoch. The
+    entries their partitions hold (saved by live processors, such as a source's slices that a
+    restore once handed to it) are adopted by a live processor of the vertex, chosen the same way
+    in every task (`adopters`), and re-addressed to one of its partitions so that it restores them.
+    """
     partition_count = plan.arrangement.partition_count
-    if manifest.partition_count != partition_count:
-        return load(store, manifest, partition_count, vertices).data
+    whole = manifest.partition_count != partition_count
+    everything = load(store, manifest, partition_count, vertices).data if whole else {}
     data: SnapshotData = {}
     present = manifest.vertices()
+    arrangement = plan.arrangement
     for vertex in vertices:
         if vertex not in present:
             continue
         lp = plan.vertices[vertex].local_parallelism
-        owned = {BROADCAST_PARTITION}
+        adopted = adopters(vertex, lp * plan.member_count, completed)
+        wanted = {BROADCAST_PARTITION}
         for index in range(lp):
-            owned.update(plan.arrangement.processor_partitions(member, index, lp))
-        data[vertex] = [SnapshotEntry._make(raw) for raw in store.read(manifest, vertex, owned)]
+            wanted.update(arrangement.processor_partitions(member, index, lp))
+        mine = range(member * lp, (member + 1) * lp)
+        for orphan, adopter in adopted.items():
+            if adopter in mine:
+                wanted.update(arrangement.processor_partitions(orphan // lp, orphan % lp, lp))
+        if whole:
+            entries = [e for e in everything.get(vertex, ()) if e.partition in wanted]
+        else:
+            entries = [SnapshotEntry._make(raw) for raw in store.read(manifest, vertex, wanted)]
+        if adopted:
+            entries = [_readdressed(e, adopted, arrangement, lp) for e in entries]
+        data[vertex] = entries
     return data
+
+
+def adopters(vertex: str, total: int, completed: Collection[tuple[str, int]]) -> dict[int, int]:
+    """For each completed processor of `vertex`: the live processor that adopts its entries."""
+    done = sorted(index for name, index in completed if name == vertex)
+    live = [index for index in range(total) if index not in set(done)]
+    if not live:
+        return {}
+    return {orphan: live[orphan % len(live)] for orphan in done}
+
+
+def _readdressed(
+    entry: SnapshotEntry, adopted: dict[int, int], arrangement: PartitionArrangement, lp: int
+) -> SnapshotEntry:
+    if entry.partition < 0:
+        return entry
+    adopter = adopted.get(arrangement.global_owner(entry.partition, lp))
+    if adopter is None:
+        return entry
+    return entry._replace(partition=arrangement.processor_partitions(adopter // lp, adopter % lp, lp)[0])
 
 
 def _repartitioned(entry: SnapshotEntry, partition_count: int) -> SnapshotEntry:

@@ -181,6 +181,13 @@ class EpochJob(SparkJob):
             finally:
                 self._forget_run(spec)
             if outcome is not None and outcome.abort is None:
+                _log.info(
+                    "job %r: epoch %d ended: %d snapshot files, completed %s",
+                    self.name,
+                    epoch,
+                    len(outcome.files),
+                    sorted(outcome.completed),
+                )
                 if outcome.all_completed(self.plan):
                     self._keep(outcome)
                     return JobStatus.COMPLETED

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import pickle
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import attrs
@@ -163,10 +163,11 @@ def run_stage_task(
         )
     try:
         execution.setup()
-        engine = execution.start(
-            on_tick=epoch.on_tick if epoch is not None else None,
-            on_idle=reader.move_head_aside if reader is not None else None,
-        )
+        on_idle = reader.move_head_aside if reader is not None else None
+        if epoch is not None:
+            epoch.tasklets = execution.tasklets
+            on_idle = _either(on_idle, epoch.on_idle)
+        engine = execution.start(on_tick=epoch.on_tick if epoch is not None else None, on_idle=on_idle)
         for _ in engine.steps():  # closes every processor at the end
             if reader is not None:
                 _pass_on(reader, output, member, carrier)
@@ -203,6 +204,13 @@ def run_stage_task(
         execution.close(error)
         if reader is not None:
             reader.close()
+
+
+def _either(first: Callable[[], bool] | None, second: Callable[[], bool]) -> Callable[[], bool]:
+    """An idle hook that asks `first`, and `second` only when `first` made no progress."""
+    if first is None:
+        return second
+    return lambda: first() or second()
 
 
 def _pass_on(reader: ShuffleReader, output: TaskOutput, member: int, carrier: int) -> None:
