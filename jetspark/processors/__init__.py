@@ -4,7 +4,7 @@ The implementation classes live in the submodules and are private: only the fact
 `AggregateOperation` type and the `Chain` builder are public, so the implementations can change
 without breaking anyone. Each factory's docstring is its specification.
 
-- sources: `from_iterable`, `generator_stream`
+- sources: `from_iterable`, `generator_stream`, `directory_stream`
 - transforms: `map`, `filter`, `flat_map`, `fused` (with `Chain`)
 - aggregation: `AggregateOperation`, `counting`, `summing`, `to_list`, `averaging`,
   `accumulate_by_key`, `combine_by_key`, `aggregate_by_key`, `entry_key`
@@ -21,6 +21,7 @@ from jetspark.processors.aggregate import counting as counting
 from jetspark.processors.aggregate import entry_key as entry_key
 from jetspark.processors.aggregate import summing as summing
 from jetspark.processors.aggregate import to_list as to_list
+from jetspark.processors.directory_source import directory_stream as directory_stream
 from jetspark.processors.postgres import postgres as postgres
 from jetspark.processors.sinks import batches as batches
 from jetspark.processors.sinks import collect as collect
@@ -46,6 +47,7 @@ __all__ = [
     "collect",
     "combine_by_key",
     "counting",
+    "directory_stream",
     "entry_key",
     "files",
     "filter",

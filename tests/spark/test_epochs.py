@@ -185,3 +185,48 @@ def test_a_source_that_completes_while_another_takes_the_epochs_snapshot_loses_n
     assert job.epochs_committed >= 3, "processor 1 finished too soon: the test proves nothing"
     # processor 1's slice, handed to processor 0 by partition at restore, is adopted by processor 1
     assert sorted(read_lines(out)) == expected_rows(20_000)
+
+
+def failing_on(line: str, marker: Path) -> Callable[[str], str]:
+    def step(item: str) -> str:
+        if item == line and not os.path.exists(marker):
+            marker.touch()
+            raise RuntimeError(f"injected at {item}")
+        return item
+
+    return step
+
+
+def test_a_tailed_directory_reaches_transactional_files_exactly_once_across_a_failure(
+    spark: Any, tmp_path: Path
+) -> None:
+    from collections import Counter
+
+    from jetspark import processors as P
+    from jetspark.core import DAG, Edge
+    from jetspark.processors.transactional import read_lines
+
+    source_dir, out = tmp_path / "in", tmp_path / "out"
+    source_dir.mkdir()
+
+    def append(first: int, last: int) -> None:
+        for index in range(3):
+            with (source_dir / f"f{index}.log").open("a") as file:
+                file.write("".join(f"{index}-{n}\n" for n in range(first, last)))
+
+    append(0, 300)
+    dag = DAG()
+    lines = dag.new_vertex("lines", P.directory_stream(str(source_dir), "*.log", poll_millis=20))
+    step = dag.new_vertex("step", P.map(failing_on("1-400", tmp_path / "failed")))
+    sink = dag.new_vertex("sink", P.transactional_files(str(out)))
+    dag.edge(Edge.between(lines, step))
+    dag.edge(Edge.between(step, sink).distributed())
+    job = SparkRunner(spark, restart_backoff=0.05).submit(dag, epochs(tmp_path / "ck", name="tail"))
+    wait_until(lambda: out.exists() and len(read_lines(str(out))) >= 900, timeout=120)
+    append(300, 500)
+    wait_until(lambda: len(read_lines(str(out))) >= 1500, timeout=120)
+    job.suspend()
+    assert (tmp_path / "failed").exists() and job.epochs_aborted >= 1
+    counts = Counter(read_lines(str(out)))
+    assert set(counts) == {f"{i}-{n}" for i in range(3) for n in range(500)}
+    assert max(counts.values()) == 1

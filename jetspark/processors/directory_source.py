@@ -1,0 +1,140 @@
+"""`directory_stream`: a replayable source that tails the append-only files of a directory.
+
+Each file belongs to the processor that owns the partition of its name (the same partitioning
+that routes snapshot entries, so a restore hands a file's offset to its owner, also on another
+parallelism). A processor polls its files every `poll_millis`, reads what was appended since its
+offset and emits every complete line (a line without its newline yet waits for it). Its snapshot
+state is, per file, the byte offset after the last line it emitted: a restored job reads on from
+there, so with EXACTLY_ONCE each line is emitted once into the committed output. Files must only
+grow; a file that shrinks is an error naming it. The interface (poll, emit, save `offset` per
+`split`) is the one a Kafka source fits too: a split is a topic partition, the offset its position.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import os
+import time
+from typing import Any
+
+from jetspark.core.abstract_processor import AbstractProcessor
+from jetspark.core.context import ProcessorContext
+from jetspark.core.errors import JobFailedError
+from jetspark.core.suppliers import ProcessorSupplier
+from jetspark.core.watermark import Watermark
+from jetspark.engine.snapshot import entry_partition
+
+_FILE = "file"
+
+
+class _DirectoryStreamP(AbstractProcessor):
+    def __init__(self, directory: str, pattern: str, poll_millis: int, max_line_bytes: int) -> None:
+        super().__init__()
+        self.directory = directory
+        self.pattern = pattern
+        self.poll = poll_millis / 1000
+        self.max_line_bytes = max_line_bytes
+        self.offsets: dict[str, int] = {}
+        self._next_poll = 0.0
+        #: Lines read but not emitted yet (raw, without their newline), and their file.
+        self._pending: list[bytes] = []
+        self._pending_file = ""
+        self._saving: list[tuple[Any, Any]] | None = None
+
+    def init_processor(self, context: ProcessorContext) -> None:
+        self._mine = frozenset(context.processor_partitions)
+        self._partition_count = context.partition_count
+
+    def try_process_watermark(self, watermark: Watermark) -> bool:
+        return True
+
+    def _owns(self, name: str) -> bool:
+        return entry_partition((_FILE, name), self._partition_count) in self._mine
+
+    def complete(self) -> bool:
+        if self._pending and not self._flush_pending():
+            return False
+        now = time.monotonic()
+        if now < self._next_poll:
+            return False
+        self._next_poll = now + self.poll
+        try:
+            names = sorted(os.listdir(self.directory))
+        except FileNotFoundError:
+            return False
+        for name in names:
+            if fnmatch.fnmatch(name, self.pattern) and not name.startswith(".") and self._owns(name):
+                self._read(name)
+                if self._pending and not self._flush_pending():
+                    return False
+        return False  # a stream: it never completes
+
+    def _read(self, name: str) -> None:
+        path = os.path.join(self.directory, name)
+        offset = self.offsets.get(name, 0)
+        try:
+            size = os.path.getsize(path)
+        except FileNotFoundError:
+            return
+        if size < offset:
+            raise JobFailedError(
+                f"vertex {self.context.vertex_name!r}: file {path} shrank from {offset} to {size} bytes; "
+                "directory_stream reads append-only files"
+            )
+        if size == offset:
+            return
+        with open(path, "rb") as file:
+            file.seek(offset)
+            data = file.read(min(size - offset, 1 << 20))
+        end = data.rfind(b"\n")
+        if end < 0:
+            if len(data) > self.max_line_bytes:
+                raise JobFailedError(
+                    f"file {path}: a line at byte {offset} is longer than {self.max_line_bytes} bytes"
+                )
+            return
+        self._pending = data[:end].split(b"\n")
+        self._pending_file = name
+
+    def _flush_pending(self) -> bool:
+        """Emit the lines read; the file's offset moves past each batch as it goes out, so a
+        snapshot taken between two calls covers exactly the lines emitted."""
+        name = self._pending_file
+        while self._pending:
+            room = self.outbox.room()
+            if room <= 0:
+                return False
+            raw = self._pending[:room]
+            if not self.outbox.offer_batch([line.decode("utf-8") for line in raw]):
+                return False
+            del self._pending[:room]
+            self.offsets[name] = self.offsets.get(name, 0) + sum(len(line) + 1 for line in raw)
+        return True
+
+    def save_to_snapshot(self) -> bool:
+        if self._saving is None:
+            self._saving = [((_FILE, name), offset) for name, offset in self.offsets.items()]
+        while self._saving:
+            key, value = self._saving[-1]
+            if not self.try_emit_to_snapshot(key, value):
+                return False
+            self._saving.pop()
+        self._saving = None
+        return True
+
+    def restore_from_snapshot_entry(self, key: Any, value: Any) -> None:
+        self.offsets[key[1]] = value
+
+
+def directory_stream(
+    directory: str, pattern: str = "*", poll_millis: int = 100, max_line_bytes: int = 1 << 20
+) -> ProcessorSupplier:
+    """A stream of the lines appended to the files in `directory` whose names match `pattern`
+    (names starting with a dot are skipped). Offsets are saved in snapshots; see the module
+    docstring. Never completes."""
+    if poll_millis < 0:
+        raise ValueError(f"directory_stream: poll_millis must be >= 0, got {poll_millis}")
+    return ProcessorSupplier.of(
+        functools.partial(_DirectoryStreamP, directory, pattern, poll_millis, max_line_bytes)
+    )
