@@ -41,3 +41,21 @@ def test_members_run_in_separate_executors_with_the_same_partition_ownership() -
     for _n, member, _index, pid in items:
         pids_by_member.setdefault(member, set()).add(pid)
     assert len({pid for pids in pids_by_member.values() for pid in pids}) >= 2, "both executors did work"
+
+
+@pytest.mark.timeout(600)
+def test_an_epoch_whose_executor_jvm_was_killed_runs_again_and_the_output_stays_exact() -> None:
+    env = with_root_on_path(dict(os.environ))
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("epoch_cluster_job.py"))],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=560,
+    )
+    assert done.returncode == 0, done.stderr[-5000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["killed"] == 1, report
+    assert report["aborted"] >= 1, report  # the kill hit an epoch, which did not commit
+    assert report["exact"], report

@@ -1,0 +1,93 @@
+"""Run by test_cluster.py in a subprocess: the exactly-once streaming job on
+`local-cluster[2,1,1024]`, with one executor JVM killed (SIGKILL) in the middle of an epoch.
+
+Prints one JSON line: whether the files hold every row once, the epochs committed and aborted,
+and how many executor JVMs were killed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import tempfile
+import threading
+import time
+
+import cloudpickle
+
+import examples.streaming_counts as streaming
+import tests
+from jetspark import JobConfig
+from jetspark.core import ProcessingGuarantee
+from jetspark.processors.transactional import read_lines
+from jetspark.runners.spark import SparkRunner, get_session
+
+cloudpickle.register_pickle_by_value(tests)
+cloudpickle.register_pickle_by_value(streaming)
+COUNT = 30_000
+
+
+def executor_pids() -> list[int]:
+    """The executor JVMs on this machine (the cluster's; the test session runs in local mode)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as file:
+                    if b"CoarseGrainedExecutorBackend" in file.read():
+                        pids.append(int(entry))
+            except OSError:
+                continue
+    return pids
+
+
+def main() -> None:
+    spark = get_session("local-cluster[2,1,1024]")
+    sc = spark.sparkContext
+    deadline = time.monotonic() + 120
+    while len(sc.statusTracker().getExecutorInfos()) < 3 and time.monotonic() < deadline:  # driver + 2
+        time.sleep(0.2)
+    work = tempfile.mkdtemp(prefix="jetspark-epoch-cluster-")
+    out = f"{work}/out"
+    config = JobConfig(
+        name="cluster",
+        processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE,
+        snapshot_interval_millis=500,
+        checkpoint_root=f"{work}/ck",
+        member_count=2,
+    )
+    job = SparkRunner(spark, restart_backoff=0.2).submit(
+        streaming.streaming_dag(out, COUNT, rate=3000), config
+    )
+    killed = []
+
+    def kill_one_mid_epoch() -> None:
+        while job.epochs_committed < 2 and not job._finished.is_set():
+            time.sleep(0.05)
+        time.sleep(0.25)  # inside the next epoch
+        pids = executor_pids()
+        if pids:
+            os.kill(pids[0], signal.SIGKILL)
+            killed.append(pids[0])
+
+    killer = threading.Thread(target=kill_one_mid_epoch, daemon=True)
+    killer.start()
+    job.join(400)
+    killer.join(5)
+    rows = sorted(read_lines(out))
+    report = {
+        "exact": rows == streaming.expected_rows(COUNT),
+        "rows": len(rows),
+        "committed": job.epochs_committed,
+        "aborted": job.epochs_aborted,
+        "last_abort": job.last_abort,
+        "killed": len(killed),
+    }
+    print(json.dumps(report))
+    spark.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
