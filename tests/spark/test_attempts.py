@@ -253,3 +253,24 @@ def test_a_speculative_copy_that_loses_leaves_exact_output(speculated: dict[str,
     killed = [c for c in copies if {"partial", "fault"} <= c.events.keys() and "closed" not in c.events]
     assert killed, "no copy was killed after writing part of its output"
     assert committed_problems(spec["output"], EXPECTED) == []
+
+
+@pytest.mark.timeout(420)
+def test_a_speculative_copy_in_an_epoch_aborts_it_and_the_output_stays_exact(
+    standalone: str, tmp_path: Path
+) -> None:
+    spec = {"master": standalone, "conf": SPECULATION, "work": str(tmp_path)}
+    env = with_root_on_path({**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("epoch_speculation_job.py")), json.dumps(spec)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=380,
+    )
+    assert done.returncode == 0, done.stderr[-5000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["slowed"], report
+    assert report["aborted"] >= 1 and "again" in str(report["last_abort"]), report  # Spark speculated
+    assert report["exact"], report

@@ -230,3 +230,20 @@ def test_a_tailed_directory_reaches_transactional_files_exactly_once_across_a_fa
     counts = Counter(read_lines(str(out)))
     assert set(counts) == {f"{i}-{n}" for i in range(3) for n in range(500)}
     assert max(counts.values()) == 1
+
+
+def test_a_broken_contract_fails_the_job_without_restarts(spark: Any, tmp_path: Path) -> None:
+    from jetspark.core.errors import ProcessorContractError
+
+    def broken(x: int) -> int:
+        if x == 5:
+            raise ProcessorContractError("broken on purpose")
+        return x
+
+    job = SparkRunner(spark, max_restarts=3, restart_backoff=0.01).submit(
+        counting_dag(broken), epochs(tmp_path)
+    )
+    with pytest.raises(JobFailedError, match="broken on purpose") as failure:
+        job.join(120)
+    assert job.epochs_aborted == 0
+    assert isinstance(failure.value.__cause__, ProcessorContractError)

@@ -177,7 +177,7 @@ class EpochJob(SparkJob):
                 outcome = self._run_epoch(spec)
             except BaseException as failure:
                 outcome = None
-                cause: BaseException = failure
+                cause: BaseException = self._translate(failure)  # the task's own error, if it has one
             finally:
                 self._forget_run(spec)
             if outcome is not None and outcome.abort is None:
@@ -203,7 +203,7 @@ class EpochJob(SparkJob):
             if outcome is not None:
                 cause = EpochAbortedError(f"job {self.name!r}: {outcome.abort}")
             if _not_restartable(cause):
-                raise cause if isinstance(cause, JobFailedError) else self._translate(cause)
+                raise cause
             restarts += 1
             self.epochs_aborted += 1
             self.last_abort = str(cause)
@@ -328,6 +328,7 @@ class _Outcome:
         self.files: list[dict[str, Any]] = []
         self.completed: set[tuple[str, int]] = set()
         self.abort: str | None = None
+        self.abort_stage = 0
         self.reported = 0
 
     @classmethod
@@ -349,8 +350,11 @@ class _Outcome:
                 outcome.files.extend(record.files)
                 outcome.completed.update((v, int(i)) for v, i in record.completed)
                 outcome.reported += 1
-            elif kind is EpochAbortRecord:
-                outcome.abort = outcome.abort or record.reason
+            elif kind is EpochAbortRecord and (
+                outcome.abort is None or record.source_stage < outcome.abort_stage
+            ):
+                # the earliest stage's reason is the cause; later stages only saw their input cut
+                outcome.abort, outcome.abort_stage = record.reason, record.source_stage
         return outcome
 
     def all_completed(self, plan: Any) -> bool:

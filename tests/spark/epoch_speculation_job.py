@@ -1,0 +1,75 @@
+"""Run by test_attempts.py in a subprocess: the exactly-once streaming job on a standalone cluster
+with speculation on, where one task of one epoch is slow once, so Spark launches a speculative
+copy of it on the other worker.
+
+Argument: JSON `{"master", "conf", "work"}`. Prints one JSON line: whether the files hold every
+row once, the epochs committed and aborted, and the last abort's reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+import cloudpickle
+
+import examples.streaming_counts as streaming
+import tests
+from jetspark import JobConfig
+from jetspark.core import ProcessingGuarantee
+from jetspark.processors.transactional import read_lines
+from jetspark.runners.spark import SparkRunner, get_session
+
+cloudpickle.register_pickle_by_value(tests)
+cloudpickle.register_pickle_by_value(streaming)
+COUNT = 6000
+
+
+def slow_once(marker: str) -> object:
+    """Item 2501 (member 1's source) sleeps 4 s, once: its task runs far longer than the other."""
+
+    def step(seq: int) -> int:
+        if seq == 2501 and not os.path.exists(marker):
+            open(marker, "w").close()
+            time.sleep(4)
+        return seq
+
+    return step
+
+
+def main() -> None:
+    spec = json.loads(sys.argv[1])
+    spark = get_session(spec["master"], extra_conf=spec["conf"])
+    sc = spark.sparkContext
+    deadline = time.monotonic() + 120
+    while len(sc.statusTracker().getExecutorInfos()) < 3 and time.monotonic() < deadline:  # driver + 2
+        time.sleep(0.2)
+    work = spec["work"]
+    out = f"{work}/out"
+    config = JobConfig(
+        name="speculated",
+        processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE,
+        snapshot_interval_millis=500,
+        checkpoint_root=f"{work}/ck",
+        member_count=2,
+    )
+    dag = streaming.streaming_dag(out, COUNT, rate=2000, step=slow_once(f"{work}/slow-once"))
+    job = SparkRunner(spark, restart_backoff=0.2).submit(dag, config)
+    job.join(240)
+    rows = sorted(read_lines(out))
+    report = {
+        "exact": rows == streaming.expected_rows(COUNT),
+        "rows": len(rows),
+        "committed": job.epochs_committed,
+        "aborted": job.epochs_aborted,
+        "last_abort": job.last_abort,
+        "slowed": os.path.exists(f"{work}/slow-once"),
+    }
+    print(json.dumps(report))
+    spark.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
