@@ -247,3 +247,25 @@ def test_a_broken_contract_fails_the_job_without_restarts(spark: Any, tmp_path: 
         job.join(120)
     assert job.epochs_aborted == 0
     assert isinstance(failure.value.__cause__, ProcessorContractError)
+
+
+def test_a_suspended_job_submitted_again_on_three_members_resumes_exactly(spark: Any, tmp_path: Path) -> None:
+    import attrs
+
+    from examples.streaming_counts import expected_rows, streaming_dag
+    from jetspark.processors.transactional import read_lines
+
+    out, root = str(tmp_path / "out"), tmp_path / "ck"
+    config = attrs.evolve(epochs(root, name="rescaled", interval=300), member_count=2)
+    job = SparkRunner(spark).submit(streaming_dag(out, 9000, rate=3000), config)
+    store = CheckpointStore(str(root), "rescaled", tidy=False)
+    wait_until(lambda: store.latest_id() is not None, timeout=120)
+    job.suspend()
+    assert job.status is JobStatus.SUSPENDED
+    assert len(read_lines(out)) < 9000, "the job had finished before it was suspended"
+    again = SparkRunner(spark).submit(
+        streaming_dag(out, 9000, rate=3000), attrs.evolve(config, member_count=3)
+    )
+    again.join(180)
+    assert again.member_count == 3 and again.job_id == job.job_id
+    assert sorted(read_lines(out)) == expected_rows(9000)
