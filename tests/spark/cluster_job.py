@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 
 import cloudpickle
 
@@ -17,6 +16,7 @@ import tests
 from jetspark.core.config import JobConfig
 from jetspark.runners.spark import SparkRunner, get_session
 from tests.spark import dags
+from tests.spark.processes import wait_for_executors
 
 cloudpickle.register_pickle_by_value(tests)
 
@@ -24,9 +24,7 @@ cloudpickle.register_pickle_by_value(tests)
 def main() -> None:
     spark = get_session("local-cluster[2,1,1024]")
     sc = spark.sparkContext
-    deadline = time.monotonic() + 120
-    while len(sc.statusTracker().getExecutorInfos()) < 3 and time.monotonic() < deadline:  # driver + 2
-        time.sleep(0.2)
+    wait_for_executors(spark, 2)
     job = SparkRunner(spark).run(dags.partitioned(count=400), JobConfig(member_count=2), timeout=240)
     items = [[n, member, index, pid] for (_, n), member, index, pid in job.result("sink")]
     executors = len(sc.statusTracker().getExecutorInfos()) - 1

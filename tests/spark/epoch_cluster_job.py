@@ -21,8 +21,8 @@ import examples.streaming_counts as streaming
 import tests
 from jetspark import JobConfig
 from jetspark.core import ProcessingGuarantee
-from jetspark.processors.transactional import read_lines
 from jetspark.runners.spark import SparkRunner, get_session
+from tests.spark.processes import epoch_report, wait_for_executors
 
 cloudpickle.register_pickle_by_value(tests)
 cloudpickle.register_pickle_by_value(streaming)
@@ -45,10 +45,7 @@ def executor_pids() -> list[int]:
 
 def main() -> None:
     spark = get_session("local-cluster[2,1,1024]")
-    sc = spark.sparkContext
-    deadline = time.monotonic() + 120
-    while len(sc.statusTracker().getExecutorInfos()) < 3 and time.monotonic() < deadline:  # driver + 2
-        time.sleep(0.2)
+    wait_for_executors(spark, 2)
     work = tempfile.mkdtemp(prefix="jetspark-epoch-cluster-")
     out = f"{work}/out"
     config = JobConfig(
@@ -76,16 +73,7 @@ def main() -> None:
     killer.start()
     job.join(400)
     killer.join(5)
-    rows = sorted(read_lines(out))
-    report = {
-        "exact": rows == streaming.expected_rows(COUNT),
-        "rows": len(rows),
-        "committed": job.epochs_committed,
-        "aborted": job.epochs_aborted,
-        "last_abort": job.last_abort,
-        "killed": len(killed),
-    }
-    print(json.dumps(report))
+    print(json.dumps({**epoch_report(job, out, COUNT), "killed": len(killed)}))
     spark.stop()
 
 

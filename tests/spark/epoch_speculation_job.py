@@ -19,8 +19,8 @@ import examples.streaming_counts as streaming
 import tests
 from jetspark import JobConfig
 from jetspark.core import ProcessingGuarantee
-from jetspark.processors.transactional import read_lines
 from jetspark.runners.spark import SparkRunner, get_session
+from tests.spark.processes import epoch_report, wait_for_executors
 
 cloudpickle.register_pickle_by_value(tests)
 cloudpickle.register_pickle_by_value(streaming)
@@ -42,10 +42,7 @@ def slow_once(marker: str) -> object:
 def main() -> None:
     spec = json.loads(sys.argv[1])
     spark = get_session(spec["master"], extra_conf=spec["conf"])
-    sc = spark.sparkContext
-    deadline = time.monotonic() + 120
-    while len(sc.statusTracker().getExecutorInfos()) < 3 and time.monotonic() < deadline:  # driver + 2
-        time.sleep(0.2)
+    wait_for_executors(spark, 2)
     work = spec["work"]
     out = f"{work}/out"
     config = JobConfig(
@@ -58,16 +55,7 @@ def main() -> None:
     dag = streaming.streaming_dag(out, COUNT, rate=2000, step=slow_once(f"{work}/slow-once"))
     job = SparkRunner(spark, restart_backoff=0.2).submit(dag, config)
     job.join(240)
-    rows = sorted(read_lines(out))
-    report = {
-        "exact": rows == streaming.expected_rows(COUNT),
-        "rows": len(rows),
-        "committed": job.epochs_committed,
-        "aborted": job.epochs_aborted,
-        "last_abort": job.last_abort,
-        "slowed": os.path.exists(f"{work}/slow-once"),
-    }
-    print(json.dumps(report))
+    print(json.dumps({**epoch_report(job, out, COUNT), "slowed": os.path.exists(f"{work}/slow-once")}))
     spark.stop()
 
 

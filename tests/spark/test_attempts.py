@@ -28,7 +28,7 @@ import pytest
 from jetspark.runners.spark.session import pyspark_home
 from tests.spark import faults
 from tests.spark.faults import Attempt, attempts, committed_problems, failed_problems
-from tests.spark.processes import ROOT, with_root_on_path
+from tests.spark.processes import ROOT, run_driver_script, with_root_on_path
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -260,17 +260,9 @@ def test_a_speculative_copy_in_an_epoch_aborts_it_and_the_output_stays_exact(
     standalone: str, tmp_path: Path
 ) -> None:
     spec = {"master": standalone, "conf": SPECULATION, "work": str(tmp_path)}
-    env = with_root_on_path({**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
-    done = subprocess.run(
-        [sys.executable, str(Path(__file__).with_name("epoch_speculation_job.py")), json.dumps(spec)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=380,
-    )
-    assert done.returncode == 0, done.stderr[-5000:]
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    script = Path(__file__).with_name("epoch_speculation_job.py")
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
+    report = run_driver_script(script, json.dumps(spec), timeout=380, env=env)
     assert report["slowed"], report
     assert report["aborted"] >= 1 and "again" in str(report["last_abort"]), report  # Spark speculated
     assert report["exact"], report

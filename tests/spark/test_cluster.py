@@ -2,34 +2,20 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from jetspark.core.partitioner import default_partitioner
 from tests.spark import dags
-from tests.spark.processes import ROOT, with_root_on_path
+from tests.spark.processes import run_driver_script
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
 @pytest.mark.timeout(420)
 def test_members_run_in_separate_executors_with_the_same_partition_ownership() -> None:
-    env = with_root_on_path(dict(os.environ))
-    done = subprocess.run(
-        [sys.executable, str(Path(__file__).with_name("cluster_job.py"))],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=400,
-    )
-    assert done.returncode == 0, done.stderr[-5000:]
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    report = run_driver_script(Path(__file__).with_name("cluster_job.py"), timeout=400)
     assert report["executors"] == 2
     items = report["items"]
     assert sorted(n for n, *_ in items) == list(range(400))
@@ -45,17 +31,7 @@ def test_members_run_in_separate_executors_with_the_same_partition_ownership() -
 
 @pytest.mark.timeout(600)
 def test_an_epoch_whose_executor_jvm_was_killed_runs_again_and_the_output_stays_exact() -> None:
-    env = with_root_on_path(dict(os.environ))
-    done = subprocess.run(
-        [sys.executable, str(Path(__file__).with_name("epoch_cluster_job.py"))],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=560,
-    )
-    assert done.returncode == 0, done.stderr[-5000:]
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    report = run_driver_script(Path(__file__).with_name("epoch_cluster_job.py"), timeout=560)
     assert report["killed"] == 1, report
     assert report["aborted"] >= 1, report  # the kill hit an epoch, which did not commit
     assert report["exact"], report

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -19,6 +19,8 @@ from jetspark.runners.spark.runner import SparkRunner
 from tests.e2e.test_snapshots import EXPECTED, counting_dag
 from tests.waiting import wait_until
 
+T = TypeVar("T")
+
 
 def epochs(root: Path, name: str = "counting", interval: int = 300) -> JobConfig:
     return JobConfig(
@@ -29,10 +31,10 @@ def epochs(root: Path, name: str = "counting", interval: int = 300) -> JobConfig
     )
 
 
-def failing_at(item: int, marker: Path) -> Callable[[int], int]:
+def failing_at(item: T, marker: Path) -> Callable[[T], T]:
     """A map step that raises once, on `item`, in whichever Python worker meets it first."""
 
-    def step(x: int) -> int:
+    def step(x: T) -> T:
         if x == item and not os.path.exists(marker):
             marker.touch()
             raise RuntimeError(f"injected at {x}")
@@ -187,16 +189,6 @@ def test_a_source_that_completes_while_another_takes_the_epochs_snapshot_loses_n
     assert sorted(read_lines(out)) == expected_rows(20_000)
 
 
-def failing_on(line: str, marker: Path) -> Callable[[str], str]:
-    def step(item: str) -> str:
-        if item == line and not os.path.exists(marker):
-            marker.touch()
-            raise RuntimeError(f"injected at {item}")
-        return item
-
-    return step
-
-
 def test_a_tailed_directory_reaches_transactional_files_exactly_once_across_a_failure(
     spark: Any, tmp_path: Path
 ) -> None:
@@ -217,7 +209,7 @@ def test_a_tailed_directory_reaches_transactional_files_exactly_once_across_a_fa
     append(0, 300)
     dag = DAG()
     lines = dag.new_vertex("lines", P.directory_stream(str(source_dir), "*.log", poll_millis=20))
-    step = dag.new_vertex("step", P.map(failing_on("1-400", tmp_path / "failed")))
+    step = dag.new_vertex("step", P.map(failing_at("1-400", tmp_path / "failed")))
     sink = dag.new_vertex("sink", P.transactional_files(str(out)))
     dag.edge(Edge.between(lines, step))
     dag.edge(Edge.between(step, sink).distributed())

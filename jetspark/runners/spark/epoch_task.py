@@ -34,9 +34,7 @@ if TYPE_CHECKING:  # the checkpoint store needs fsspec, which batch jobs' execut
 def _open_store(spec: EpochSpec) -> CheckpointStore:
     from jetspark.checkpoint import CheckpointStore
 
-    return CheckpointStore(
-        spec.checkpoint_root, spec.store_job, storage_options=spec.storage_options, tidy=False
-    )
+    return CheckpointStore(spec.checkpoint_root, spec.store_job, tidy=False)
 
 
 class EpochAborted(Exception):
@@ -49,7 +47,6 @@ class EpochSpec:
 
     checkpoint_root: str
     store_job: str
-    storage_options: dict[str, Any]
     #: The id of the snapshot this epoch ends with.
     epoch: int
     #: The committed (or exported) snapshot's directory to restore from; None for a fresh start.
@@ -71,33 +68,6 @@ def _attempt_number() -> int:
 
     context = TaskContext.get()
     return 0 if context is None else int(context.attemptNumber())
-
-
-def refusal(spec: EpochSpec, stage: int, member: int, carrier: int, attempt: int) -> EpochAbortRecord | None:
-    """The record that aborts the epoch if this task ran before in this epoch: a retry, a
-    speculative copy, or a stage Spark runs again (its attempt numbers start at 0 again, so each
-    task also claims a marker file `<job>/runs/<run>/s<stage>-m<member>` and the second claimant
-    loses)."""
-    number = _attempt_number()
-    if number == 0 and _claim(spec, stage, member, attempt):
-        return None
-    reason = (
-        f"epoch {spec.epoch}: Spark ran stage {stage} member {member} again (attempt {number}, "
-        "after an earlier attempt failed, was speculated or its stage was run again); the epoch "
-        "restarts from the last committed snapshot"
-    )
-    return EpochAbortRecord(carrier, stage, member, reason)
-
-
-def _claim(spec: EpochSpec, stage: int, member: int, attempt: int) -> bool:
-    store = _open_store(spec)
-    path = f"{store.job_dir}/runs/{spec.run_id}/s{stage:04d}-m{member:05d}"
-    if store.fs.exists(path):
-        return False
-    mine = str(attempt).encode()
-    store.fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
-    store.fs.pipe_file(path, mine)
-    return bool(store.fs.cat_file(path) == mine)
 
 
 class EpochTask:
@@ -127,6 +97,31 @@ class EpochTask:
         self._ticks = 0
         self._idle_tick = -2
         self._idle_rounds = 0
+
+    def refusal(self, stage: int, carrier: int) -> EpochAbortRecord | None:
+        """The record that aborts the epoch if this task ran before in this epoch: a retry, a
+        speculative copy, or a stage Spark runs again (its attempt numbers start at 0 again, so
+        each task also claims a marker file `<job>/runs/<run>/s<stage>-m<member>` and the second
+        claimant loses)."""
+        number = _attempt_number()
+        if number == 0 and self._claim(stage):
+            return None
+        reason = (
+            f"epoch {self.spec.epoch}: Spark ran stage {stage} member {self.member} again (attempt {number}, "
+            "after an earlier attempt failed, was speculated or its stage was run again); the epoch "
+            "restarts from the last committed snapshot"
+        )
+        return EpochAbortRecord(carrier, stage, self.member, reason)
+
+    def _claim(self, stage: int) -> bool:
+        fs = self.store.fs
+        path = f"{self.store.job_dir}/runs/{self.spec.run_id}/s{stage:04d}-m{self.member:05d}"
+        if fs.exists(path):
+            return False
+        mine = str(self.attempt).encode()
+        fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
+        fs.pipe_file(path, mine)
+        return bool(fs.cat_file(path) == mine)
 
     @property
     def store(self) -> CheckpointStore:
@@ -197,11 +192,11 @@ class EpochTask:
                     "(its producer's task was stopped or retried)"
                 )
 
-    def report(self, carrier: int, stage: int, tasklets: list[ProcessorTasklet]) -> SnapshotFilesRecord:
+    def report(self, carrier: int, stage: int) -> SnapshotFilesRecord:
         """The files written and the processors that completed (rather than snapshotted) this epoch."""
         completed = tuple(
             (t.context.vertex_name, t.context.global_processor_index)
-            for t in tasklets
+            for t in self.tasklets
             if t.last_snapshot_id < self.spec.epoch
         )
         return SnapshotFilesRecord(carrier, stage, self.member, tuple(self.files), completed)

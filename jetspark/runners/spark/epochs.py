@@ -28,15 +28,9 @@ from jetspark.checkpoint.store import SnapshotFile
 from jetspark.core.config import ProcessingGuarantee
 from jetspark.core.errors import JobFailedError, ProcessorContractError
 from jetspark.runners.job import JobStatus
+from jetspark.runners.member import add_metrics
 from jetspark.runners.spark.epoch_task import EpochSpec
-from jetspark.runners.spark.records import (
-    DRIVER,
-    EpochAbortRecord,
-    MetricsRecord,
-    ResultRecord,
-    SnapshotFilesRecord,
-    dumps,
-)
+from jetspark.runners.spark.records import DriverReports, dumps
 from jetspark.runners.spark.runner import SparkJob
 from jetspark.runners.spark.session import call_site
 
@@ -162,17 +156,7 @@ class EpochJob(SparkJob):
             else:
                 restore_dir, restore_id = self.initial_dir, self.initial_id
             epoch = restore_id + 1
-            spec = EpochSpec(
-                self.store_root,
-                self.store.job,
-                self.storage_options,
-                epoch,
-                restore_dir,
-                restore_id,
-                self.config.snapshot_interval_millis / 1000,
-                frozenset(self._completed),
-                uuid.uuid4().hex[:12],
-            )
+            spec = self._spec(restore_dir, restore_id, self.config.snapshot_interval_millis / 1000)
             try:
                 outcome = self._run_epoch(spec)
             except BaseException as failure:
@@ -185,10 +169,10 @@ class EpochJob(SparkJob):
                     "job %r: epoch %d ended: %d snapshot files, completed %s",
                     self.name,
                     epoch,
-                    len(outcome.files),
+                    len(outcome.snapshot_files),
                     sorted(outcome.completed),
                 )
-                if outcome.all_completed(self.plan):
+                if self._all_completed(outcome):
                     self._keep(outcome)
                     return JobStatus.COMPLETED
                 try:
@@ -198,7 +182,7 @@ class EpochJob(SparkJob):
                 except Exception as failure:  # LATEST did not move: the epoch is not committed
                     outcome, cause = None, failure
             self._abort(epoch)
-            if self._request == "cancel" or self._request == "suspend" or self._request == "restart":
+            if self._request in ("cancel", "suspend", "restart"):
                 continue
             if outcome is not None:
                 cause = EpochAbortedError(f"job {self.name!r}: {outcome.abort}")
@@ -228,7 +212,23 @@ class EpochJob(SparkJob):
         failed.__cause__ = error
         return failed
 
-    def _run_epoch(self, spec: EpochSpec) -> _Outcome:
+    def _spec(
+        self, restore_dir: str | None, restore_id: int, span: float, commit_only: bool = False
+    ) -> EpochSpec:
+        """The spec of the epoch after snapshot `restore_id`, with a run id of its own."""
+        return EpochSpec(
+            self.store_root,
+            self.store.job,
+            restore_id + 1,
+            restore_dir,
+            restore_id,
+            span,
+            frozenset(self._completed),
+            uuid.uuid4().hex[:12],
+            commit_only,
+        )
+
+    def _run_epoch(self, spec: EpochSpec) -> DriverReports:
         final_rdd, persisted = self._build(dumps(spec))
         try:
             with call_site(self.spark.sparkContext, final_rdd.name()):
@@ -236,28 +236,36 @@ class EpochJob(SparkJob):
         finally:
             for rdd in persisted:
                 rdd.unpersist(blocking=False)
-        return _Outcome.of(records, self.plan.vertices)
+        return DriverReports.of(records, self.plan.vertices)
 
-    def _commit(self, epoch: int, outcome: _Outcome) -> None:
+    def _all_completed(self, outcome: DriverReports) -> bool:
+        """No processor took the epoch's snapshot, and every one has completed."""
+        if outcome.snapshot_files:
+            return False
+        return all(
+            (name, index) in outcome.completed
+            for name, vp in self.plan.vertices.items()
+            for index in range(len(vp.processor_ids()))
+        )
+
+    def _commit(self, epoch: int, outcome: DriverReports) -> None:
         completed = self._completed | outcome.completed
         extra = {
             "job_id": self.job_id,
             "member_count": self.member_count,
             "completed": sorted(completed),
         }
-        files = [SnapshotFile.from_json(f) for f in outcome.files]
+        files = [SnapshotFile.from_json(f) for f in outcome.snapshot_files]
         self.store.commit(epoch, files, self.plan.arrangement.partition_count, extra)
         self._completed = completed
         self._keep(outcome)
         self.epochs_committed += 1
 
-    def _keep(self, outcome: _Outcome) -> None:
+    def _keep(self, outcome: DriverReports) -> None:
+        """A committed (or the completing) epoch's results and metrics count; an aborted one's not."""
         for vertex, items in outcome.results.items():
             self._results.setdefault(vertex, []).extend(items)
-        for vertex, (received, emitted) in outcome.metrics.items():
-            slot = self._metrics.setdefault(vertex, {"received": 0, "emitted": 0})
-            slot["received"] += received
-            slot["emitted"] += emitted
+        add_metrics(self._metrics, outcome.metrics)
 
     def _abort(self, epoch: int) -> None:
         try:
@@ -278,18 +286,7 @@ class EpochJob(SparkJob):
         manifest = self.store.latest()
         if manifest is None:
             return
-        spec = EpochSpec(
-            self.store_root,
-            self.store.job,
-            self.storage_options,
-            manifest.snapshot_id + 1,
-            manifest.directory,
-            manifest.snapshot_id,
-            0.0,
-            frozenset(self._completed),
-            uuid.uuid4().hex[:12],
-            commit_only=True,
-        )
+        spec = self._spec(manifest.directory, manifest.snapshot_id, 0.0, commit_only=True)
         sc = self.spark.sparkContext
         sc.setJobGroup(
             self.group, f"jetspark job {self.name} ({self.job_id}): commit", interruptOnCancel=True
@@ -313,57 +310,6 @@ class EpochJob(SparkJob):
     def store_root(self) -> str:
         assert self.config.checkpoint_root is not None
         return self.config.checkpoint_root
-
-    @property
-    def storage_options(self) -> dict[str, Any]:
-        return {}
-
-
-class _Outcome:
-    """What one epoch's tasks reported to the driver."""
-
-    def __init__(self) -> None:
-        self.results: dict[str, list[Any]] = {}
-        self.metrics: dict[str, list[int]] = {}
-        self.files: list[dict[str, Any]] = []
-        self.completed: set[tuple[str, int]] = set()
-        self.abort: str | None = None
-        self.abort_stage = 0
-        self.reported = 0
-
-    @classmethod
-    def of(cls, records: list[Any], vertices: Any) -> _Outcome:
-        import pickle
-
-        outcome = cls()
-        for _member, record in records:
-            assert record.stage == DRIVER, f"{record!r} reached the driver"
-            kind = type(record)
-            if kind is ResultRecord:
-                outcome.results.setdefault(record.vertex, []).extend(pickle.loads(record.payload))
-            elif kind is MetricsRecord:
-                for vertex, (received, emitted) in record.metrics.items():
-                    slot = outcome.metrics.setdefault(vertex, [0, 0])
-                    slot[0] += received
-                    slot[1] += emitted
-            elif kind is SnapshotFilesRecord:
-                outcome.files.extend(record.files)
-                outcome.completed.update((v, int(i)) for v, i in record.completed)
-                outcome.reported += 1
-            elif kind is EpochAbortRecord and (
-                outcome.abort is None or record.source_stage < outcome.abort_stage
-            ):
-                # the earliest stage's reason is the cause; later stages only saw their input cut
-                outcome.abort, outcome.abort_stage = record.reason, record.source_stage
-        return outcome
-
-    def all_completed(self, plan: Any) -> bool:
-        if self.files:
-            return False
-        everyone = {
-            (name, index) for name, vp in plan.vertices.items() for index in range(len(vp.processor_ids()))
-        }
-        return everyone <= self.completed
 
 
 def _not_restartable(error: BaseException) -> bool:

@@ -9,6 +9,8 @@ replace, and a reader never indexes `value[5]`.
 
 from __future__ import annotations
 
+import pickle
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 import cloudpickle
@@ -101,6 +103,48 @@ class SnapshotFilesRecord(NamedTuple):
 
 
 Record = tuple[int, Any]
+
+
+class DriverReports:
+    """What a job's (or an epoch's) records told the driver, tallied once for both runners' jobs."""
+
+    def __init__(self, vertices: Iterable[str]) -> None:
+        self.results: dict[str, list[Any]] = {}
+        self.metrics: dict[str, dict[str, int]] = {name: {"received": 0, "emitted": 0} for name in vertices}
+        #: `(staged, final)` paths of the `files` sinks, to commit.
+        self.staged: list[tuple[str, str]] = []
+        #: Snapshot files (as JSON) and completed processors of an epoch.
+        self.snapshot_files: list[dict[str, Any]] = []
+        self.completed: set[tuple[str, int]] = set()
+        #: Why the epoch must not commit, from the earliest stage that said so; None if nothing did.
+        self.abort: str | None = None
+        self._abort_stage = 0
+
+    @classmethod
+    def of(cls, records: Iterable[Record], vertices: Iterable[str]) -> DriverReports:
+        reports = cls(vertices)
+        for _member, record in records:
+            assert record.stage == DRIVER, f"{record!r} reached the driver"
+            reports._take(record)
+        return reports
+
+    def _take(self, record: Any) -> None:
+        kind = type(record)
+        if kind is ResultRecord:
+            self.results.setdefault(record.vertex, []).extend(pickle.loads(record.payload))
+        elif kind is MetricsRecord:
+            for vertex, (received, emitted) in record.metrics.items():
+                slot = self.metrics[vertex]
+                slot["received"] += received
+                slot["emitted"] += emitted
+        elif kind is StagedFilesRecord:
+            self.staged.extend(record.files)
+        elif kind is SnapshotFilesRecord:
+            self.snapshot_files.extend(record.files)
+            self.completed.update((vertex, int(index)) for vertex, index in record.completed)
+        elif kind is EpochAbortRecord and (self.abort is None or record.source_stage < self._abort_stage):
+            # the earliest stage's reason is the cause; later stages only saw their input cut
+            self.abort, self._abort_stage = record.reason, record.source_stage
 
 
 def addressed_to(stage: int, record: Record) -> bool:

@@ -35,10 +35,8 @@ from jetspark.runners.output import OutputCommitter
 from jetspark.runners.spark.failures import decode_failure
 from jetspark.runners.spark.records import (
     DRIVER,
-    MetricsRecord,
+    DriverReports,
     Record,
-    ResultRecord,
-    StagedFilesRecord,
     addressed_to,
     dumps,
 )
@@ -201,27 +199,10 @@ class SparkJob(JobHandle):
 
     def _absorb(self, records: list[Record]) -> list[tuple[str, str]]:
         """Take in what reached the driver: results and metrics; return the files to commit."""
-        import pickle
-
-        results: dict[str, list[Any]] = {}
-        metrics: dict[str, dict[str, int]] = {
-            name: {"received": 0, "emitted": 0} for name in self.plan.vertices
-        }
-        staged: list[tuple[str, str]] = []
-        for _member, record in records:
-            assert record.stage == DRIVER, f"{record!r} reached the driver"
-            kind = type(record)
-            if kind is ResultRecord:
-                results.setdefault(record.vertex, []).extend(pickle.loads(record.payload))
-            elif kind is MetricsRecord:
-                for vertex, (received, emitted) in record.metrics.items():
-                    metrics[vertex]["received"] += received
-                    metrics[vertex]["emitted"] += emitted
-            elif kind is StagedFilesRecord:
-                staged.extend(record.files)
-        self._results = results
-        self._metrics = metrics
-        return staged
+        reports = DriverReports.of(records, self.plan.vertices)
+        self._results = reports.results
+        self._metrics = reports.metrics
+        return reports.staged
 
     def _write_dataframes(self) -> None:
         for name in self.plan.vertices:

@@ -35,7 +35,7 @@ from jetspark.planning.stages import StagePlan
 from jetspark.processors.staging import STAGING_ATTRIBUTE
 from jetspark.runners.member import MemberExecution
 from jetspark.runners.output import AttemptStaging
-from jetspark.runners.spark.epoch_task import EpochAborted, EpochSpec, EpochTask, refusal
+from jetspark.runners.spark.epoch_task import EpochAborted, EpochSpec, EpochTask
 from jetspark.runners.spark.failures import encode_failure
 from jetspark.runners.spark.records import (
     EpochAbortRecord,
@@ -115,8 +115,10 @@ def run_stage_task(
         elif vertex in spec.rdd_sources and reader is not None:
             inputs[vertex] = reader.source(vertex)
     staging = AttemptStaging(plan.job_id, _attempt_id())
+    epoch: EpochTask | None = None
     if epoch_spec is not None:
-        refused = refusal(epoch_spec, stage_index, member, carrier, staging.attempt)
+        epoch = EpochTask(epoch_spec, plan, list(stage.vertices), member, staging.attempt, reader)
+        refused = epoch.refusal(stage_index, carrier)
         if refused is not None:
             yield member, refused
             return
@@ -139,13 +141,11 @@ def run_stage_task(
         STAGING_ATTRIBUTE: staging,
     }
     placements = [(v, member) for v in stage.vertices]
-    epoch: EpochTask | None = None
     error: BaseException | None = None
-    if epoch_spec is None:
+    if epoch is None:
         execution = MemberExecution(plan, placements, attributes, spec.batch_size, external_queues=external)
     else:
         attributes[EPOCHS_ATTRIBUTE] = True
-        epoch = EpochTask(epoch_spec, plan, list(stage.vertices), member, staging.attempt, reader)
         processor_count = sum(plan.vertices[v].local_parallelism for v in stage.vertices)
         try:
             restore = epoch.restore_data()
@@ -159,7 +159,7 @@ def run_stage_task(
             snapshot_context=epoch.snapshot_context(processor_count),
             restore_data=restore,
             external_queues=external,
-            completed=epoch_spec.completed,
+            completed=epoch.spec.completed,
         )
     try:
         execution.setup()
@@ -179,7 +179,7 @@ def run_stage_task(
             reader.finish()
             _pass_on(reader, output, member, carrier)
         if epoch is not None:
-            output.add(member, epoch.report(carrier, stage_index, execution.tasklets))
+            output.add(member, epoch.report(carrier, stage_index))
         results.flush()
         metrics = {v: [m["received"], m["emitted"]] for v, m in execution.metrics().items()}
         output.add(member, MetricsRecord(carrier, stage_index, member, metrics))
