@@ -1,0 +1,146 @@
+"""The two-phase commit of `TransactionalSinkP`, call by call (seed 003, "snapshot_commit_prepare",
+"snapshot_commit_finish", "restore_from_snapshot"), on the file sink: what is visible after each
+phase, what a failed snapshot keeps, and what a restored processor commits and rolls back."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from jetspark import processors as P
+from jetspark.core import DAG, JobConfig, ProcessingGuarantee
+from jetspark.core.context import EPOCHS_ATTRIBUTE
+from jetspark.engine.inbox import ListInbox
+from jetspark.engine.outbox import OutboxImpl
+from jetspark.engine.snapshot import SnapshotEntry
+from jetspark.planning.plan import build_plan
+from jetspark.processors.transactional import read_lines
+
+
+class Saved:
+    """A snapshot sink that keeps what `save_to_snapshot` offered."""
+
+    def __init__(self) -> None:
+        self.entries: list[SnapshotEntry] = []
+
+    def __call__(self, entries: list[SnapshotEntry]) -> None:
+        self.entries.extend(entries)
+
+
+def sink(out: Path, saved: Saved, epochs: bool = False) -> Any:
+    dag = DAG()
+    dag.new_vertex("out", P.transactional_files(str(out)))
+    config = JobConfig(processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE)
+    plan = build_plan(dag, config, 1, job_id="job1")
+    [processor] = plan.create_processors("out", 0)
+    context = plan.processor_context("out", 0, 0)
+    if epochs:
+        context.attributes[EPOCHS_ATTRIBUTE] = True
+    outbox = OutboxImpl([], "out", snapshot_sink=saved)
+    processor.init(outbox, context)
+    outbox.allow_snapshot_offers("save_to_snapshot")  # the tasklet allows it around each save
+    return processor
+
+
+def write(processor: Any, *items: Any) -> None:
+    inbox = ListInbox()
+    inbox.fill(list(items))
+    processor.process(0, inbox)
+    assert inbox.is_empty()
+
+
+def save_and_prepare(processor: Any) -> None:
+    """Phase 1 as the tasklet runs it; the outbox hands the saved entries over when flushed."""
+    assert processor.save_to_snapshot()
+    processor.outbox.flush()
+    assert processor.snapshot_commit_prepare()
+
+
+def restore(processor: Any, saved: Saved) -> None:
+    inbox = ListInbox()
+    inbox.fill([entry.decode() for entry in saved.entries])
+    processor.restore_from_snapshot(inbox)
+    assert processor.finish_snapshot_restore()
+
+
+def temp_files(out: Path) -> list[str]:
+    return sorted(name for name in os.listdir(out) if name.startswith("."))
+
+
+def test_rows_are_visible_only_after_commit_finish_true(tmp_path: Path) -> None:
+    saved = Saved()
+    processor = sink(tmp_path, saved)
+    write(processor, "a", "b")
+    save_and_prepare(processor)
+    assert len(saved.entries) == 1
+    write(processor, "c")  # after prepare: the next transaction
+    assert read_lines(str(tmp_path)) == []
+    assert processor.snapshot_commit_finish(True)
+    assert read_lines(str(tmp_path)) == ["a", "b"]
+    assert len(temp_files(tmp_path)) == 1, "the open transaction holding 'c' is not committed"
+
+
+def test_after_a_failed_snapshot_the_prepared_rows_wait_for_the_next_success(tmp_path: Path) -> None:
+    saved = Saved()
+    processor = sink(tmp_path, saved)
+    write(processor, "a")
+    save_and_prepare(processor)
+    assert processor.snapshot_commit_finish(False)
+    assert read_lines(str(tmp_path)) == [] and len(temp_files(tmp_path)) == 1
+    write(processor, "b")
+    save_and_prepare(processor)
+    assert processor.snapshot_commit_finish(True)
+    assert sorted(read_lines(str(tmp_path))) == ["a", "b"] and temp_files(tmp_path) == []
+
+
+def test_a_restored_processor_commits_up_to_the_snapshot_and_rolls_back_the_rest(tmp_path: Path) -> None:
+    saved = Saved()
+    first = sink(tmp_path, saved)
+    write(first, "a")
+    save_and_prepare(first)  # the snapshot covers 'a'
+    write(first, "b")  # the job fails here: 'b' was never part of a snapshot
+    first.close()
+    second = sink(tmp_path, Saved())
+    restore(second, saved)
+    assert read_lines(str(tmp_path)) == ["a"]
+    assert temp_files(tmp_path) == [], "the transaction holding 'b' is rolled back"
+    write(second, "b")
+    assert second.complete()
+    assert sorted(read_lines(str(tmp_path))) == ["a", "b"]
+
+
+def test_committing_twice_is_harmless(tmp_path: Path) -> None:
+    saved = Saved()
+    first = sink(tmp_path, saved)
+    write(first, "a")
+    save_and_prepare(first)
+    assert first.snapshot_commit_finish(True)
+    first.close()
+    second = sink(tmp_path, Saved())
+    restore(second, saved)  # commits 'a' again: it is no longer pending
+    assert read_lines(str(tmp_path)) == ["a"]
+
+
+def test_a_fresh_processor_rolls_back_what_its_prefix_left(tmp_path: Path) -> None:
+    saved = Saved()
+    first = sink(tmp_path, saved)
+    write(first, "a")  # never snapshotted
+    first.close()
+    second = sink(tmp_path, Saved())
+    write(second, "b")
+    assert second.complete()
+    assert read_lines(str(tmp_path)) == ["b"] and temp_files(tmp_path) == []
+
+
+def test_in_epochs_complete_waits_for_the_snapshot_that_takes_the_open_transaction(tmp_path: Path) -> None:
+    saved = Saved()
+    processor = sink(tmp_path, saved, epochs=True)
+    write(processor, "a")
+    assert not processor.complete(), "in epochs the driver's commit must cover the last rows"
+    assert read_lines(str(tmp_path)) == []
+    save_and_prepare(processor)
+    next_epoch = sink(tmp_path, Saved(), epochs=True)
+    restore(next_epoch, saved)
+    assert next_epoch.complete()
+    assert read_lines(str(tmp_path)) == ["a"]
