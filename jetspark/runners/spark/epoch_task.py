@@ -6,7 +6,7 @@ An epoch (see `runners.spark.epochs`) starts from the committed snapshot it name
   the first attempt may have prepared transactions under the same ids (`EpochAbortRecord`);
 - restores its processors from the snapshot, reading only the partitions they own (and the
   broadcast entries); a processor that completed in an earlier epoch is a `CompletedProcessor`;
-- starts the epoch's terminal snapshot when the epoch's span has passed since the task began, or
+- starts the epoch's terminal snapshot when the epoch's span has passed since its processors began to run, or
   when an upstream producer's output ended with it: every processor then saves its state,
   prepares, forwards the barrier and stops (phase 2 is the driver's commit);
 - writes the member's entries to the snapshot's directory, one file per vertex under a name
@@ -91,7 +91,9 @@ class EpochTask:
         self.context: SnapshotContext | None = None
         self.files: list[dict[str, Any]] = []
         self._started = False
-        self._deadline = time.monotonic() + spec.span
+        #: When the terminal snapshot is due: the span counts from the first round of the loop, not
+        #: from when the task began (setup and restore may take longer than a short span).
+        self._deadline: float | None = None
         self._store: CheckpointStore | None = None
         self.tasklets: list[ProcessorTasklet] = []
         self._ticks = 0
@@ -177,7 +179,10 @@ class EpochTask:
         if self._started or context is None:
             return
         reader = self.reader
-        due = self.spec.commit_only or time.monotonic() >= self._deadline
+        now = time.monotonic()
+        if self._deadline is None:
+            self._deadline = now + self.spec.span
+        due = self.spec.commit_only or now >= self._deadline
         if not due and reader is not None and reader.epoch_end_seen:
             due = True
         if due:
