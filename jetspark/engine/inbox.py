@@ -64,6 +64,26 @@ class ListInbox(Inbox):
             self._head = index + 1
         return end - start
 
+    def drain_while(self, handler: Callable[..., bool], ordinal: int | None = None) -> bool:
+        # The loop every item of an AbstractProcessor goes through: no call but the handler's.
+        items = self._items
+        end = len(items)
+        head = self._head
+        index = head  # kept on every way out: the head moves past the items handled
+        try:
+            if ordinal is None:
+                for index in range(head, end):
+                    if not handler(items[index]):
+                        return False
+            else:
+                for index in range(head, end):
+                    if not handler(ordinal, items[index]):
+                        return False
+            index = end
+            return True
+        finally:
+            self._head = index
+
     def drain_to(self, target: MutableSequence[Any], limit: int | None = None) -> int:
         start = self._head
         end = len(self._items) if limit is None else min(len(self._items), start + max(limit, 0))

@@ -68,6 +68,9 @@ class OutboxImpl(Outbox):
         self._blocked = False
         #: True while an offer is unfinished or offers are forbidden: the fast paths step aside.
         self._slow = False
+        #: batch_size, or 0 while slow: one comparison in `_offer_single` covers both checks.
+        self._single_limit = batch_size
+        self._buffer0: list[Any] = self.buffers[0] if self.buffers else []
         self._snapshot_allowed_in: str | None = None
         self.emitted_count = 0
         all_ordinals = tuple(range(len(self.collectors)))
@@ -87,14 +90,12 @@ class OutboxImpl(Outbox):
         return self._offer_to_ordinals(self._all_ordinals, item)
 
     def _offer_single(self, item: Any) -> bool:
-        if self._slow or item.__class__ is Watermark or item is None:
-            return self._offer_to_ordinals(self._all_ordinals, item)
-        buffer = self.buffers[0]
-        if len(buffer) < self.batch_size:
+        # The hot path of every emitted item when the vertex has one outbound edge.
+        buffer = self._buffer0
+        if len(buffer) < self._single_limit and item.__class__ is not Watermark and item is not None:
             buffer.append(item)
             return True
-        self._reject(item, self._all_ordinals)
-        return False
+        return self._offer_to_ordinals(self._all_ordinals, item)
 
     def room(self, ordinal: int = -1) -> int:
         if self._slow:
@@ -192,7 +193,13 @@ class OutboxImpl(Outbox):
         self._update_slow()
 
     def _update_slow(self) -> None:
-        self._slow = self._forbidden_by is not None or self._unfinished_item is not _NOTHING or self._blocked
+        self._set_slow(
+            self._forbidden_by is not None or self._unfinished_item is not _NOTHING or self._blocked
+        )
+
+    def _set_slow(self, slow: bool) -> None:
+        self._slow = slow
+        self._single_limit = 0 if slow else self.batch_size
 
     def allow_snapshot_offers(self, method: str | None) -> None:
         self._snapshot_allowed_in = method
@@ -232,7 +239,9 @@ class OutboxImpl(Outbox):
             return False
         self.emitted_count += taken
         if taken == len(buffer):
-            self.buffers[ordinal] = []
+            self.buffers[ordinal] = fresh = []
+            if ordinal == 0:
+                self._buffer0 = fresh
             return True
         del buffer[:taken]
         return False
@@ -265,7 +274,7 @@ class OutboxImpl(Outbox):
     def _reject(self, item: Any, ordinals: tuple[int, ...]) -> None:
         self._unfinished_item = item
         self._unfinished_ordinals = ordinals
-        self._slow = True
+        self._set_slow(True)
 
     def _clear_unfinished(self) -> None:
         if self._unfinished_item is not _NOTHING:
