@@ -239,7 +239,8 @@ class OutboxImpl(Outbox):
             return False
         self.emitted_count += taken
         if taken == len(buffer):
-            self.buffers[ordinal] = fresh = []
+            fresh: list[Any] = []
+            self.buffers[ordinal] = fresh
             if ordinal == 0:
                 self._buffer0 = fresh
             return True
