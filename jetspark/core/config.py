@@ -43,6 +43,9 @@ class JobConfig:
     checkpoint_root: str | None = None
     snapshots_retained: int = attrs.field(default=3, validator=_positive_or_none)
     arguments: dict[str, Any] = attrs.field(factory=dict)
+    #: Merge chains of built-in stateless steps joined by local edges into one vertex, as Jet
+    #: does (`jetspark.planning.fusion`): fewer queues per item; the merged vertices' metrics go.
+    fuse_vertices: bool = True
 
     @property
     def snapshots_enabled(self) -> bool:

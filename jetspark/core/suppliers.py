@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable, Mapping, Sequence
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 from jetspark.core.context import MetaSupplierContext, SupplierContext
 from jetspark.core.processor import Processor
@@ -120,3 +120,30 @@ def resolve_member_supplier(suppliers: MemberSuppliers, member_index: int) -> Pr
     if isinstance(suppliers, Mapping):
         return suppliers.get(member_index)
     return suppliers(member_index)
+
+
+#: A stateless step of a chain: `("map" | "filter" | "flat_map", fn)`.
+Step: TypeAlias = tuple[str, Callable[[Any], Any]]
+
+
+class FusibleSupplier(ProcessorSupplier):
+    """A supplier the planner may merge with its neighbour over a local one-to-one edge.
+
+    As in Jet, a chain of stateless steps costs the least when its vertices are fused: an item then
+    crosses no queue, outbox or inbox between the steps. A supplier of stateless steps says which
+    steps it runs; a supplier that can run such steps before its own work says so by returning a
+    supplier from `with_leading_steps`. Both defaults decline.
+    """
+
+    def stateless_steps(self) -> tuple[Step, ...] | None:
+        """The steps this supplier's processors run, when that is all they do (no state)."""
+        return None
+
+    def with_leading_steps(self, steps: tuple[Step, ...]) -> ProcessorSupplier | None:
+        """A supplier whose processors run `steps` on every item first, or None if it cannot."""
+        return None
+
+
+def same_supplier_everywhere(meta_supplier: ProcessorMetaSupplier) -> ProcessorSupplier | None:
+    """The supplier that `meta_supplier` gives every member, if it was made by `ProcessorMetaSupplier.of`."""
+    return meta_supplier.supplier if isinstance(meta_supplier, _SameEverywhere) else None

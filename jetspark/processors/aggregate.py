@@ -20,7 +20,7 @@ import functools
 import math
 import operator
 from collections.abc import Callable, Hashable, Iterable, Iterator
-from typing import Any
+from typing import Any, cast
 
 import attrs
 
@@ -29,7 +29,9 @@ from jetspark.core.dag import DAG, Vertex
 from jetspark.core.edge import Edge
 from jetspark.core.errors import ProcessorContractError
 from jetspark.core.inbox import Inbox
-from jetspark.core.suppliers import ProcessorSupplier
+from jetspark.core.processor import Processor
+from jetspark.core.suppliers import FusibleSupplier, ProcessorSupplier
+from jetspark.core.suppliers import Step as CoreStep
 from jetspark.processors._codegen import Step, checked_steps, compile_chain
 
 _NO_ENTRY: Any = object()
@@ -287,9 +289,31 @@ def accumulate_by_key(
     processor: cheaper than a vertex of their own in front of it, which costs a queue and an offer
     per item.
     """
-    return ProcessorSupplier.of(
-        functools.partial(_AccumulateByKeyP, key_fn, op, checked_steps(steps, "accumulate_by_key"))
-    )
+    return AccumulateSupplier(key_fn, op, checked_steps(steps, "accumulate_by_key"))
+
+
+class AccumulateSupplier(FusibleSupplier):
+    """Supplies stage-1 processors; the planner fuses a chain of stateless steps in front of it
+    into it (`jetspark.planning.fusion`), as `steps` would."""
+
+    def __init__(
+        self, key_fn: Callable[[Any], Hashable], op: AggregateOperation, steps: tuple[Step, ...]
+    ) -> None:
+        self.key_fn = key_fn
+        self.op = op
+        self.steps = steps
+
+    def get(self, count: int) -> list[Processor]:
+        return [_AccumulateByKeyP(self.key_fn, self.op, self.steps) for _ in range(count)]
+
+    def with_leading_steps(self, steps: tuple[CoreStep, ...]) -> AccumulateSupplier:
+        leading = checked_steps(cast("tuple[Step, ...]", steps), "accumulate_by_key")
+        return AccumulateSupplier(self.key_fn, self.op, leading + self.steps)
+
+    def __repr__(self) -> str:
+        return (
+            f"AccumulateSupplier({getattr(self.key_fn, '__name__', self.key_fn)!r}, steps={len(self.steps)})"
+        )
 
 
 def combine_by_key(op: AggregateOperation) -> ProcessorSupplier:

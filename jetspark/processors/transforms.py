@@ -22,15 +22,16 @@ skipped too.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
-from typing import Any
+from typing import Any, cast
 
 from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.errors import ProcessorContractError
 from jetspark.core.inbox import Inbox
-from jetspark.core.suppliers import ProcessorSupplier
+from jetspark.core.processor import Processor
+from jetspark.core.suppliers import FusibleSupplier, ProcessorSupplier
+from jetspark.core.suppliers import Step as CoreStep
 from jetspark.processors._codegen import Step, checked_steps, compile_chain
 
 
@@ -163,9 +164,31 @@ class Chain:
 
 
 def _fused_processor(steps: tuple[Step, ...]) -> _TransformP:
+    if len(steps) == 1 and steps[0][0] == "flat_map":
+        return _FlatMapP(steps[0][1])
     if any(kind == "flat_map" for kind, _ in steps):
         return _FlatMapP(_generator_of(steps))
     return _ChainP(steps)
+
+
+class StepsSupplier(FusibleSupplier):
+    """Supplies processors running a chain of stateless steps; the planner may fuse it (see
+    `jetspark.planning.fusion`) into the next vertex, or the previous one into it."""
+
+    def __init__(self, steps: tuple[Step, ...]) -> None:
+        self.steps = steps
+
+    def get(self, count: int) -> list[Processor]:
+        return [_fused_processor(self.steps) for _ in range(count)]
+
+    def stateless_steps(self) -> tuple[Step, ...]:
+        return self.steps
+
+    def with_leading_steps(self, steps: tuple[CoreStep, ...]) -> StepsSupplier:
+        return StepsSupplier(checked_steps(cast("tuple[Step, ...]", steps), "fused") + self.steps)
+
+    def __repr__(self) -> str:
+        return f"StepsSupplier({Chain(self.steps)!r})"
 
 
 def _check_callable(factory: str, fn: object) -> None:
@@ -176,19 +199,19 @@ def _check_callable(factory: str, fn: object) -> None:
 def map(fn: Callable[[Any], Any]) -> ProcessorSupplier:
     """Emit `fn(item)` for each item; an item mapped to None is dropped."""
     _check_callable("map", fn)
-    return ProcessorSupplier.of(functools.partial(_ChainP, (("map", fn),)))
+    return StepsSupplier((("map", fn),))
 
 
 def filter(predicate: Callable[[Any], Any]) -> ProcessorSupplier:
     """Emit the items for which `predicate(item)` is true."""
     _check_callable("filter", predicate)
-    return ProcessorSupplier.of(functools.partial(_ChainP, (("filter", predicate),)))
+    return StepsSupplier((("filter", predicate),))
 
 
 def flat_map(fn: Callable[[Any], Iterable[Any]]) -> ProcessorSupplier:
     """Emit every item of the iterable (or `Traverser`) `fn(item)` returns; None items are skipped."""
     _check_callable("flat_map", fn)
-    return ProcessorSupplier.of(functools.partial(_FlatMapP, fn))
+    return StepsSupplier((("flat_map", fn),))
 
 
 def fused(steps: Iterable[Step]) -> ProcessorSupplier:
@@ -201,4 +224,4 @@ def fused(steps: Iterable[Step]) -> ProcessorSupplier:
     checked = checked_steps(steps, "fused")
     if not checked:
         raise ValueError("fused: the chain has no steps")
-    return ProcessorSupplier.of(functools.partial(_fused_processor, checked))
+    return StepsSupplier(checked)

@@ -26,6 +26,7 @@ from jetspark.engine.execution import Execution
 from jetspark.engine.outbox import DEFAULT_BATCH_SIZE
 from jetspark.engine.snapshot import Snapshot, SnapshotContext, SnapshotData
 from jetspark.engine.tasklet import ProcessorTasklet
+from jetspark.planning.fusion import fuse_stateless_steps
 from jetspark.planning.plan import ExecutionPlan, build_plan, snapshot_blocking_vertices
 from jetspark.processors.staging import STAGING_ATTRIBUTE
 from jetspark.runners import durable
@@ -48,7 +49,7 @@ class LocalJob(JobHandle):
         batch_size: int,
         snapshot_registry: dict[str, Snapshot] | None = None,
     ) -> None:
-        self.dag = dag
+        self.dag = fuse_stateless_steps(dag, config)
         self.config = config
         self.member_count = member_count
         self.batch_size = batch_size
@@ -69,7 +70,7 @@ class LocalJob(JobHandle):
         self._next_snapshot_at = 0.0
         self._exported: dict[str, Snapshot] = snapshot_registry if snapshot_registry is not None else {}
         self._thread: threading.Thread | None = None
-        self._committer = OutputCommitter.of(self.job_id, dag)
+        self._committer = OutputCommitter.of(self.job_id, self.dag)
         #: Jobs without snapshots stage their file output and commit it when they complete;
         #: jobs with snapshots write in place (a restored processor appends to its file).
         self._staging = (

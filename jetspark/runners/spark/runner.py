@@ -27,6 +27,7 @@ from jetspark.core.config import JobConfig, ProcessingGuarantee
 from jetspark.core.dag import DAG
 from jetspark.core.errors import JobFailedError
 from jetspark.engine.outbox import DEFAULT_BATCH_SIZE
+from jetspark.planning.fusion import fuse_stateless_steps
 from jetspark.planning.plan import ExecutionPlan, build_plan
 from jetspark.planning.stages import StagePlan, build_stages
 from jetspark.processors.sinks import FilesSink
@@ -264,6 +265,7 @@ class SparkRunner:
         sc = spark.sparkContext
         member_count = config.member_count or self.member_count or sc.defaultParallelism
         dag.validate()
+        dag = fuse_stateless_steps(dag, config)
         job_id = uuid.uuid4().hex[:16]
         store = None
         initial: Manifest | None = None
