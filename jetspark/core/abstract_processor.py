@@ -100,18 +100,20 @@ class AbstractProcessor(Processor):
 
         A rejected item is kept and emitted first on the next call with the same traverser.
         """
-        pending = self._pending_traverser_item.get(id(traverser), _NO_ITEM)
         outbox = self.outbox
         offer: Callable[[Any], bool] = (
             outbox.offer if ordinal == -1 else functools.partial(outbox.offer_to, ordinal)
         )
-        item = pending if pending is not _NO_ITEM else traverser.next()
-        while item is not None:
+        pending = self.__dict__.get("_jetspark_pending")
+        if pending:  # an item the outbox refused last time goes first
+            item = pending.pop(id(traverser), _NO_ITEM)
+            if item is not _NO_ITEM and not offer(item):
+                pending[id(traverser)] = item
+                return False
+        for item in iter(traverser.next, None):  # the traverser is called from C, not from a loop here
             if not offer(item):
                 self._pending_traverser_item[id(traverser)] = item
                 return False
-            item = traverser.next()
-        self._pending_traverser_item.pop(id(traverser), None)
         return True
 
     def emit_from_traverser_to_snapshot(self, traverser: Traverser[tuple[Any, Any]]) -> bool:

@@ -8,10 +8,12 @@ whatever the routing policy.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import Any
+from itertools import compress
+from typing import Any, cast
 
-from jetspark.core.partitioner import Partitioner
+from jetspark.core.partitioner import Partitioner, default_partitioner
 from jetspark.engine.queue import BoundedQueue
 
 
@@ -121,14 +123,26 @@ class FanoutCollector(OutboundCollector):
         return len(chunk)
 
 
+#: Keys of these classes have canonical partitioning bytes, so equal keys always share a
+#: partition: their partition can be remembered by key (a subclass, say of str, cannot: it is
+#: partitioned by its pickle and must not hit the entry of the equal plain value).
+_CACHEABLE_KEY_CLASSES = frozenset({str, int, bytes})
+#: Remembered partitions per collector; the memo starts over when it is full.
+PARTITION_MEMO_SIZE = 65_536
+#: Up to this many consumers, a chunk is split with one C-level pass per consumer.
+_BATCH_ROUTING_MAX_QUEUES = 8
+
+
 class PartitionedCollector(OutboundCollector):
     """Each item to the queue of the processor owning the partition of its key.
 
     `queue_of_partition[p]` is the index (in `queues`) of partition p's owner. Stops at the first
-    item whose queue is full, so that items keep their order per consumer.
+    item whose queue is full, so that items keep their order per consumer. With the default
+    partitioner, the target of a str, int or bytes key is remembered: a repeated key (a word, a
+    user id) then costs a dict lookup instead of encoding and hashing it again.
     """
 
-    __slots__ = ("_key_fn", "_partitioner", "_partition_count", "_queue_of_partition")
+    __slots__ = ("_key_fn", "_partitioner", "_partition_count", "_queue_of_partition", "_memo")
 
     def __init__(
         self,
@@ -142,12 +156,56 @@ class PartitionedCollector(OutboundCollector):
         self._partitioner = partitioner
         self._partition_count = len(queue_of_partition)
         self._queue_of_partition = list(queue_of_partition)
+        self._memo: dict[Any, int] | None = {} if partitioner is default_partitioner else None
 
     def target_of(self, item: Any) -> int:
         """Index in `queues` of the consumer that must receive `item`."""
         return self._queue_of_partition[self._partitioner(self._key_fn(item), self._partition_count)]
 
     def offer_items(self, items: list[Any]) -> int:
+        if self._memo is not None and len(self.queues) <= _BATCH_ROUTING_MAX_QUEUES:
+            taken = self._offer_batch_of_canonical_keys(items)
+            if taken >= 0:
+                return taken
+        return self._offer_one_by_one(items)
+
+    def _offer_batch_of_canonical_keys(self, items: list[Any]) -> int:
+        """Route a chunk with C-level passes when all its keys are str, int or bytes and it fits.
+
+        Returns -1 when it does not apply (another key class, or some queue lacks room), so that
+        the caller routes item by item, which stops at the first full queue.
+        """
+        keys = list(map(self._key_fn, items))
+        if not _CACHEABLE_KEY_CLASSES.issuperset(map(type, keys)):
+            return -1
+        memo = self._memo
+        assert memo is not None
+        found: list[int | None] = list(map(memo.get, keys))
+        if None in found:
+            table = self._queue_of_partition
+            partitioner = self._partitioner
+            count = self._partition_count
+            limit = PARTITION_MEMO_SIZE
+            for index, target in enumerate(found):
+                if target is None:
+                    if len(memo) >= limit:
+                        memo.clear()
+                    key = keys[index]
+                    found[index] = memo[key] = table[partitioner(key, count)]
+        targets = cast("list[int]", found)
+        queues = self.queues
+        wanted = Counter(targets)
+        if any(queues[target].room() < size for target, size in wanted.items()):
+            return -1
+        if len(wanted) == 1:
+            (target,) = wanted
+            queues[target].put_chunk(items)
+            return len(items)
+        for target in wanted:
+            queues[target].put_chunk(list(compress(items, map(target.__eq__, targets))))
+        return len(items)
+
+    def _offer_one_by_one(self, items: list[Any]) -> int:
         queues = self.queues
         rooms = [queue.room() for queue in queues]
         batches: list[list[Any]] = [[] for _ in queues]

@@ -1,0 +1,84 @@
+"""The partitioned collector's memo of key -> consumer: faster, and never a different answer."""
+
+from __future__ import annotations
+
+import pytest
+
+from jetspark.core.partitioner import default_partitioner
+from jetspark.engine import routing
+from jetspark.engine.queue import BoundedQueue
+from jetspark.engine.routing import PartitionedCollector
+
+PARTITIONS = 271
+
+
+class Tagged(str):
+    """A str subclass: partitioned by its pickle, not as the equal plain str."""
+
+
+def collector(consumers: int = 3, capacity: int = 1000) -> tuple[PartitionedCollector, list[BoundedQueue]]:
+    queues = [BoundedQueue(capacity) for _ in range(consumers)]
+    owners = [p % consumers for p in range(PARTITIONS)]
+    return PartitionedCollector(queues, owners, lambda item: item, default_partitioner), queues
+
+
+def received(queues: list[BoundedQueue]) -> list[list[object]]:
+    out: list[list[object]] = []
+    for queue in queues:
+        items: list[object] = []
+        while (chunk := queue.take()) is not None:
+            items.extend(chunk)
+        out.append(items)
+    return out
+
+
+def owner(item: object, consumers: int = 3) -> int:
+    return default_partitioner(item, PARTITIONS) % consumers
+
+
+def test_a_subclass_key_is_routed_by_its_own_partition_after_the_equal_plain_key_was_memoised() -> None:
+    plain, tagged = "alpha", Tagged("alpha")
+    assert owner(plain) != owner(tagged)  # the premise: the two partition differently
+    routed, queues = collector()
+    assert routed.offer_items([plain, plain]) == 2
+    assert routed.offer_items([tagged]) == 1
+    got = received(queues)
+    assert got[owner(tagged)] == [tagged] and type(got[owner(tagged)][0]) is Tagged
+
+
+def test_every_key_reaches_its_owner_in_order_across_chunks_and_memo_resets(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(routing, "PARTITION_MEMO_SIZE", 5)
+    routed, queues = collector()
+    items = [f"w{i % 17}" for i in range(200)] + list(range(50)) + [b"x", b"y"]
+    for start in range(0, len(items), 23):
+        chunk = items[start : start + 23]
+        assert routed.offer_items(chunk) == len(chunk)
+    assert len(routed._memo or {}) <= 5
+    got = received(queues)
+    for index, queue_items in enumerate(got):
+        assert queue_items == [item for item in items if owner(item) == index]
+
+
+def test_a_full_queue_stops_the_chunk_at_the_first_item_it_cannot_take() -> None:
+    routed, queues = collector(consumers=2, capacity=3)
+    items = [f"k{i}" for i in range(20)]
+    taken = routed.offer_items(list(items))
+    rooms = [3, 3]
+    expected = 0
+    for item in items:
+        if rooms[owner(item, 2)] == 0:
+            break
+        rooms[owner(item, 2)] -= 1
+        expected += 1
+    assert taken == expected
+    got = received(queues)
+    assert sum(len(q) for q in got) == taken
+    assert [i for q in got for i in q] == sorted(items[:taken], key=lambda i: (owner(i, 2), items.index(i)))
+
+
+def test_an_unhashable_key_fails_with_the_partitioners_message() -> None:
+    routed, _ = collector()
+    with pytest.raises(TypeError, match="unhashable"):
+        routed.offer_items([["a", "list"]])
