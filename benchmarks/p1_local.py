@@ -1,6 +1,9 @@
 """Benchmark P1 on one process: jetspark's local runner against a bare Python loop (and Bytewax).
 
-Pipeline: N ints -> map x*2 -> filter x % 3 != 0 -> count by str(x % 1000) -> sink.
+Pipeline: N ints -> map x*2 -> filter x % 3 != 0 -> count by str(x % 1000) -> sink, written
+three ways for jetspark: the user's own `AbstractProcessor` subclasses (benchmarks/user_processors.py,
+one vertex per step), the built-ins one vertex per step, and the built-ins with the steps handed to
+the aggregation by hand (`steps=`).
 
     python benchmarks/p1_local.py [--n 1000000] [--repeat 5] [--profile]
 
@@ -16,6 +19,8 @@ import cProfile
 import pstats
 import time
 from collections.abc import Callable
+
+from user_processors import p1_user_dag
 
 from jetspark import processors as P
 from jetspark.core import DAG, Edge, JobConfig
@@ -47,19 +52,32 @@ def bare_loop(n: int) -> Counts:
 
 
 def p1_dag(n: int) -> DAG:
-    """source -> fused map/filter -> count (two stages, partitioned by key) -> collect."""
+    """source -> map -> filter -> count (two stages, partitioned by key) -> collect: one built-in
+    vertex per step (the planner fuses map and filter into the count's first stage)."""
     dag = DAG()
     source = dag.new_vertex("source", P.from_iterable(range(n)))
-    transform = dag.new_vertex("map-filter", P.fused(P.Chain().map(double).filter(not_divisible_by_3)))
-    dag.edge(Edge.between(source, transform))
-    counted = P.aggregate_by_key(dag, "count", transform, key_of, P.counting())
+    doubled = dag.new_vertex("double", P.map(double))
+    kept = dag.new_vertex("filter", P.filter(not_divisible_by_3))
+    dag.edge(Edge.between(source, doubled)).edge(Edge.between(doubled, kept))
+    counted = P.aggregate_by_key(dag, "count", kept, key_of, P.counting())
     sink = dag.new_vertex("sink", P.collect())
     dag.edge(Edge.between(counted, sink))
     return dag
 
 
-def jetspark_local(n: int, members: int = 1) -> Counts:
-    job = LocalRunner(member_count=members).run(p1_dag(n), JobConfig(name="p1"))
+def p1_hand_fused_dag(n: int) -> DAG:
+    """The steps handed to the aggregation's first stage by the user (`steps=`)."""
+    dag = DAG()
+    source = dag.new_vertex("source", P.from_iterable(range(n)))
+    steps = P.Chain().map(double).filter(not_divisible_by_3)
+    counted = P.aggregate_by_key(dag, "count", source, key_of, P.counting(), steps=steps)
+    sink = dag.new_vertex("sink", P.collect())
+    dag.edge(Edge.between(counted, sink))
+    return dag
+
+
+def jetspark_local(dag: DAG, members: int = 1) -> Counts:
+    job = LocalRunner(member_count=members).run(dag, JobConfig(name="p1"))
     return dict(job.result("sink"))
 
 
@@ -96,14 +114,20 @@ def main() -> None:
     )
     parser.add_argument("--n", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--profile", action="store_true", help="print where jetspark's time goes")
+    parser.add_argument(
+        "--profile",
+        choices=["user", "builtins"],
+        help="print where jetspark's time goes for the user processors or the built-ins",
+    )
     args = parser.parse_args()
     n = args.n
 
     contenders: list[tuple[str, Callable[[], Counts | None]]] = [
         ("bare Python loop", lambda: bare_loop(n)),
-        ("jetspark local runner, 1 member", lambda: jetspark_local(n)),
-        ("jetspark local runner, 3 members", lambda: jetspark_local(n, 3)),
+        ("jetspark user processors", lambda: jetspark_local(p1_user_dag(n, P.collect(), False))),
+        ("jetspark built-ins, a vertex per step", lambda: jetspark_local(p1_dag(n))),
+        ("jetspark built-ins, fused by hand", lambda: jetspark_local(p1_hand_fused_dag(n))),
+        ("jetspark built-ins, 3 members", lambda: jetspark_local(p1_dag(n), 3)),
         ("Bytewax 0.21 run_main", lambda: bytewax_flow(n)),
     ]
     times: dict[str, float] = {}
@@ -118,17 +142,18 @@ def main() -> None:
             times[name] = min(times.get(name, float("inf")), elapsed)
     baseline = times["bare Python loop"]
     print(f"P1, N = {n:,}, best of {args.repeat} (wall clock)")
-    print(f"{'contender':36} {'seconds':>8} {'items/s':>12} {'x bare loop':>12}")
+    print(f"{'contender':40} {'seconds':>8} {'items/s':>12} {'x bare loop':>12}")
     for name, _ in contenders:
         if name in times:
             t = times[name]
-            print(f"{name:36} {t:8.3f} {n / t:12,.0f} {t / baseline:12.2f}")
+            print(f"{name:40} {t:8.3f} {n / t:12,.0f} {t / baseline:12.2f}")
         else:
-            print(f"{name:36} not installed")
+            print(f"{name:40} not installed")
     if args.profile:
         from jetspark.runners.local import LocalJob
 
-        job = LocalJob(p1_dag(n), JobConfig(), 1, 1024)
+        dag = p1_user_dag(n, P.collect(), False) if args.profile == "user" else p1_dag(n)
+        job = LocalJob(dag, JobConfig(), 1, 1024)
         profiler = cProfile.Profile()
         profiler.runcall(job._run, None, None)  # in this thread, so that the profiler sees the engine
         pstats.Stats(profiler).sort_stats("tottime").print_stats(12)
