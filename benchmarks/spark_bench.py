@@ -52,10 +52,6 @@ def split_words(line: str) -> list[str]:
     return line.split()
 
 
-def same(word: str) -> str:
-    return word
-
-
 def p1_builtins(runner: SparkRunner, n: int) -> dict[str, int]:
     """One vertex per step; the planner fuses map and filter into the aggregation's first stage."""
     dag = DAG()
@@ -109,7 +105,7 @@ def word_count_builtins(runner: SparkRunner, spark: Any, path: str) -> dict[str,
     lines = dag.new_vertex("lines", from_rdd(spark.sparkContext.textFile(path, MEMBERS)))
     words = dag.new_vertex("words", P.flat_map(split_words))
     dag.edge(Edge.between(lines, words))
-    counted = P.aggregate_by_key(dag, "count", words, same, P.counting())
+    counted = P.aggregate_by_key(dag, "count", words, P.whole_item, P.counting())
     sink = dag.new_vertex("sink", P.collect())
     dag.edge(Edge.between(counted, sink))
     return dict(runner.run(dag, JobConfig(name="word-count", member_count=MEMBERS)).result("sink"))

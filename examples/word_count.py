@@ -23,7 +23,7 @@ import sys
 
 from jetspark import DAG, Edge, JobConfig
 from jetspark.api import run
-from jetspark.processors import aggregate_by_key, collect, counting, flat_map, from_iterable
+from jetspark.processors import aggregate_by_key, collect, counting, flat_map, from_iterable, whole_item
 
 VOCABULARY = (  # noqa: SIM905 (a word list reads better as text)
     "the of and to in is that it for as was with be by on not he this are or his from at which but "
@@ -45,16 +45,12 @@ def tokenize(line: str) -> list[str]:
     return WORD.findall(line.lower())
 
 
-def by_word(word: str) -> str:
-    return word
-
-
 def word_count_dag(lines: list[str]) -> DAG:
     dag = DAG()
     source = dag.new_vertex("lines", from_iterable(lines))
     words = dag.new_vertex("words", flat_map(tokenize))
     dag.edge(Edge.between(source, words))
-    counts = aggregate_by_key(dag, "count", words, by_word, counting())
+    counts = aggregate_by_key(dag, "count", words, whole_item, counting())  # each word is its own key
     sink = dag.new_vertex("sink", collect())
     dag.edge(Edge.between(counts, sink))
     return dag

@@ -7,7 +7,7 @@ without breaking anyone. Each factory's docstring is its specification.
 - sources: `from_iterable`, `generator_stream`, `directory_stream`
 - transforms: `map`, `filter`, `flat_map`, `fused` (with `Chain`)
 - aggregation: `AggregateOperation`, `counting`, `summing`, `to_list`, `averaging`,
-  `accumulate_by_key`, `combine_by_key`, `aggregate_by_key`, `entry_key`
+  `accumulate_by_key`, `combine_by_key`, `aggregate_by_key`, `entry_key`, `whole_item`
 - sinks: `collect`, `logger`, `noop`, `files`, `batches`; exactly-once: `transactional_files`,
   `postgres` (subclass `processors.transactional.TransactionalSinkP` for another system)
 """
@@ -21,6 +21,7 @@ from jetspark.processors.aggregate import counting as counting
 from jetspark.processors.aggregate import entry_key as entry_key
 from jetspark.processors.aggregate import summing as summing
 from jetspark.processors.aggregate import to_list as to_list
+from jetspark.processors.aggregate import whole_item as whole_item
 from jetspark.processors.directory_source import directory_stream as directory_stream
 from jetspark.processors.postgres import postgres as postgres
 from jetspark.processors.sinks import batches as batches
@@ -62,4 +63,5 @@ __all__ = [
     "summing",
     "to_list",
     "transactional_files",
+    "whole_item",
 ]

@@ -16,6 +16,7 @@ gets for a key.
 
 from __future__ import annotations
 
+import collections
 import functools
 import math
 import operator
@@ -66,6 +67,24 @@ class AggregateOperation:
 
 
 # ---- ready-made operations ----------------------------------------------------------------------
+
+
+def whole_item(item: Any) -> Any:
+    """The key function that keys an item by itself (Jet's `wholeItem()`): counting by it is
+    word count, and `aggregate_by_key` counts such keys in C, not with a call per item."""
+    return item
+
+
+def _python_count_elements(counts: dict[Any, int], items: Iterable[Any]) -> None:
+    get = counts.get
+    for item in items:
+        counts[item] = get(item, 0) + 1
+
+
+#: CPython's C loop behind `Counter.update` (counts into any dict); a Python loop elsewhere.
+_count_elements: Callable[[dict[Any, int], Iterable[Any]], None] = getattr(
+    collections, "_count_elements", _python_count_elements
+)
 
 
 def _zero() -> int:
@@ -226,6 +245,9 @@ class _AccumulateByKeyP(_KeyedStateP):
     ) -> None:
         super().__init__(op)
         self._scratch: list[Any] = []
+        if op.create is _zero and op.accumulate is _count_one and key_fn is whole_item:
+            self._run = _whole_item_counter(steps)
+            return
         if op.create is _zero and op.accumulate is _count_one:
             innermost = ["key = key_fn(item)", "accs[key] = get(key, 0) + 1"]
         else:
@@ -256,6 +278,31 @@ class _AccumulateByKeyP(_KeyedStateP):
 
     def _result(self, acc: Any) -> Any:
         return acc
+
+
+def _whole_item_counter(steps: tuple[Step, ...]) -> Callable[..., None]:
+    """`run(items, accs, get)` counting each output of `steps` by itself, the counting done in C.
+
+    A last flat_map step's outputs go to the C loop as they come, one call per input item; a None
+    output is counted too and dropped at the end (items are never None, so no real key is lost).
+    """
+    namespace: dict[str, Any] = {"count_elements": _count_elements}
+    run_header = ["def run(items, accs, get):"]
+    if not steps:
+        return compile_chain((), run_header, ["count_elements(accs, items)"], namespace=namespace)
+    if steps[-1][0] == "flat_map":
+        namespace["_last"] = steps[-1][1]
+        return compile_chain(
+            steps[:-1],
+            header=[*run_header, "    for item in items:"],
+            innermost=["count_elements(accs, _last(item))"],
+            footer=["    accs.pop(None, None)"],
+            namespace=namespace,
+        )
+    namespace["outputs"] = compile_chain(
+        steps, header=["def outputs(items):", "    for item in items:"], innermost=["yield item"]
+    )
+    return compile_chain((), run_header, ["count_elements(accs, outputs(items))"], namespace=namespace)
 
 
 class _CombineByKeyP(_KeyedStateP):

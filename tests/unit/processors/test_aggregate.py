@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -11,6 +11,7 @@ import pytest
 
 from jetspark import processors as P
 from jetspark.core import DAG, Edge, JobConfig, ProcessingGuarantee
+from jetspark.core.traverser import traverse_iterable
 from jetspark.runners.local import JobStatus, LocalRunner
 from tests.waiting import wait_until
 
@@ -150,6 +151,37 @@ def test_steps_run_inside_the_first_stage(
     assert len(dag) == 4, "no vertex for the steps"
     expected = sorted((k, expected_of(v)) for k, v in grouped(reference(steps, ITEMS), key_of).items())
     assert sorted(setting.run(dag).result("sink")) == expected
+
+
+WHOLE_ITEM_STEPS: dict[str, Any] = {
+    "no-steps": [],
+    "map-last": P.Chain().map(lambda x: x % 9).filter(lambda x: x != 4).map(lambda x: f"v{x}"),
+    "filter-last": P.Chain().map(lambda x: x % 11).filter(lambda x: x % 2 == 0),
+    "flat-map-last-with-none": P.Chain()
+    .map(lambda x: x % 13)
+    .flat_map(lambda x: [x, None, x % 3] if x else [None]),
+    "flat-map-to-traverser": P.Chain().flat_map(lambda x: traverse_iterable([x % 5, x % 7])),
+    "two-flat-maps": P.Chain()
+    .flat_map(lambda x: [x, x + 1])
+    .map(lambda x: x % 6)
+    .flat_map(lambda x: [x] * (x % 3)),
+}
+
+
+@pytest.mark.parametrize("steps_name", list(WHOLE_ITEM_STEPS))
+def test_counting_by_the_whole_item_counts_what_the_steps_emit(
+    setting: Any, reference: Any, steps_name: str
+) -> None:
+    """`whole_item` counting takes a C path; it must count exactly what the generic path counts."""
+    steps = WHOLE_ITEM_STEPS[steps_name]
+    dag = DAG()
+    source = dag.new_vertex("source", P.from_iterable(ITEMS), 2)
+    result = P.aggregate_by_key(dag, "agg", source, P.whole_item, P.counting(), steps=steps)
+    sink = dag.new_vertex("sink", P.collect())
+    dag.edge(setting.edge(result, sink).distributed())
+    expected = Counter(reference(steps, ITEMS))
+    got = dict(setting.run(dag).result("sink"))
+    assert got == dict(expected) and None not in got
 
 
 def test_accumulate_by_key_rejects_malformed_steps() -> None:
