@@ -34,9 +34,11 @@ class Outbox(abc.ABC):
     def offer_to_snapshot(self, key: Any, value: Any) -> bool:
         """Add a snapshot entry. Allowed only from `save_to_snapshot` and `snapshot_commit_prepare`.
 
-        The entry is serialized at once, so the caller may change `value` afterwards. A key wrapped
-        in `BroadcastKey` is restored to every processor; any other key to the processor that owns
-        the key's partition when the job restores.
+        The key and the value are serialized at once, so the caller may change either in place
+        as soon as the offer returned True. A key wrapped in `BroadcastKey` is restored to every
+        processor; any other key to the processor that owns the key's partition when the job
+        restores, so it must be hashable like a dict key: an unhashable key (a list, a set) raises
+        `ProcessorContractError` here.
         """
 
     @abc.abstractmethod
