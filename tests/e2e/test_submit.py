@@ -2,19 +2,32 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 
 from jetspark import processors as P
-from jetspark.core import DAG, DagValidationError, Edge
+from jetspark.core import DAG, DagValidationError, Edge, ProcessorMetaSupplier
+from jetspark.core.suppliers import MemberSuppliers
 from jetspark.runners.local import LocalRunner
+
+
+class PrefersNoProcessors(ProcessorMetaSupplier):
+    """A meta supplier whose preferred local parallelism (0) only the plan can refuse."""
+
+    def preferred_local_parallelism(self) -> int:
+        return 0
+
+    def get(self, member_indexes: Sequence[int]) -> MemberSuppliers:
+        return {m: None for m in member_indexes}
 
 
 def test_a_plan_error_is_raised_by_submit_not_later_by_join() -> None:
     dag = DAG()
-    source = dag.new_vertex("source", P.from_iterable(range(3)), local_parallelism=2)
-    sink = dag.new_vertex("sink", P.collect(), local_parallelism=1)
-    dag.edge(Edge.between(source, sink).isolated())
-    with pytest.raises(DagValidationError, match=r"edge source\[0\] -> sink\[0\]: an isolated edge needs"):
+    source = dag.new_vertex("source", P.from_iterable(range(3)))
+    sink = dag.new_vertex("sink", PrefersNoProcessors())
+    dag.edge(Edge.between(source, sink))
+    with pytest.raises(DagValidationError, match=r"vertex 'sink': preferred local parallelism must be"):
         LocalRunner().submit(dag)
 
 
