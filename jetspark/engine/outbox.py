@@ -9,7 +9,8 @@ to every downstream queue.
 Contract checks: after a rejected offer, the next offer must be of the same item (`==`) to the
 same ordinals, else `ProcessorContractError` (as is a watermark not greater than the last one offered
 to an ordinal, so the error names the processor that emitted it); offers are refused with that error while the
-tasklet forbids them (from `snapshot_commit_finish`); `offer_to_snapshot` only while the tasklet
+tasklet forbids them (from `snapshot_commit_finish`) and for good once it sealed the outbox (after
+`complete()` returned True, and from `close()`); `offer_to_snapshot` only while the tasklet
 allows it (from `save_to_snapshot` and `snapshot_commit_prepare`).
 """
 
@@ -65,6 +66,8 @@ class OutboxImpl(Outbox):
         self._unfinished_ordinals: tuple[int, ...] = ()
         self._accepted: set[int] = set()
         self._forbidden_by: str | None = None
+        #: Why offers are over for good (the processor completed, or is closing), else None.
+        self._sealed: str | None = None
         self._blocked = False
         #: True while an offer is unfinished or offers are forbidden: the fast paths step aside.
         self._slow = False
@@ -186,6 +189,22 @@ class OutboxImpl(Outbox):
         self._forbidden_by = method
         self._update_slow()
 
+    def seal(self, when: str | None) -> None:
+        """From now on every offer raises `ProcessorContractError`: the processor's stream has
+        ended downstream (`when` says how, e.g. "after complete() returned True"), so an accepted
+        item would be lost. Also holds for offers from other threads of the processor."""
+        self._sealed = when
+        self._update_slow()
+
+    @property
+    def sealed(self) -> str | None:
+        return self._sealed
+
+    @property
+    def unfinished_item(self) -> Any:
+        """The item a refused offer left behind (None if there is none), for error messages."""
+        return None if self._unfinished_item is _NOTHING else self._unfinished_item
+
     def block(self, blocked: bool) -> None:
         """While blocked, only an unfinished item may still be offered; any other offer returns
         False (leaving nothing unfinished), so that a snapshot can be taken right after."""
@@ -194,7 +213,10 @@ class OutboxImpl(Outbox):
 
     def _update_slow(self) -> None:
         self._set_slow(
-            self._forbidden_by is not None or self._unfinished_item is not _NOTHING or self._blocked
+            self._forbidden_by is not None
+            or self._sealed is not None
+            or self._unfinished_item is not _NOTHING
+            or self._blocked
         )
 
     def _set_slow(self, slow: bool) -> None:
@@ -258,6 +280,11 @@ class OutboxImpl(Outbox):
         if self._forbidden_by is not None:
             raise ProcessorContractError(
                 f"{self.owner}: {self._forbidden_by}() must not emit, but offered {reprlib.repr(item)}"
+            )
+        if self._sealed is not None:
+            raise ProcessorContractError(
+                f"{self.owner}: offered {reprlib.repr(item)} {self._sealed}; the processor's output "
+                "has ended (its end of stream went downstream), so the item would be lost"
             )
         if self._unfinished_item is _NOTHING:
             return

@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import enum
 import logging
+import reprlib
 from collections import deque
 from collections.abc import Sequence
 from itertools import chain
 from typing import Any
 
 from jetspark.core.context import ProcessorContext
+from jetspark.core.errors import ProcessorContractError
 from jetspark.core.processor import Processor
 from jetspark.core.watermark import Watermark
 from jetspark.engine.coalescer import WatermarkCoalescer
@@ -115,15 +117,25 @@ class ProcessorTasklet:
         self.processor.init(self.outbox, self.context)
         self.initialized = True
 
-    def close(self) -> None:
-        """Close the processor once; an error is logged, never raised."""
+    def close(self, strict: bool = False) -> None:
+        """Close the processor once; an error is logged, never raised, except with `strict` (the
+        processor's normal end) an offer from `close()`: its item would be lost, so the job fails."""
         if self.closed:
             return
         self.closed = True
+        outbox = self.outbox
+        sealed_before = outbox.sealed
+        outbox.seal("from close()")
         try:
             self.processor.close()
+        except ProcessorContractError:
+            if strict:
+                raise
+            _log.exception("%s: close() broke the contract; the error is ignored", self.name)
         except Exception:
             _log.exception("%s: close() failed; the error is ignored", self.name)
+        finally:
+            outbox.seal(sealed_before or "after close()")
 
     @property
     def is_done(self) -> bool:
@@ -204,8 +216,8 @@ class ProcessorTasklet:
                 return True
             if self._phase2_outstanding():
                 return False
-            self.close()
             self.state = State.CLOSED
+            self.close(strict=True)
             return True
         return False
 
@@ -349,6 +361,13 @@ class ProcessorTasklet:
             if blocked:
                 self.outbox.block(False)
         if done:
+            if self.outbox.has_unfinished_item():
+                raise ProcessorContractError(
+                    f"{self.name}: complete() returned True while the outbox still holds "
+                    f"{reprlib.repr(self.outbox.unfinished_item)}, which it refused; after a refused offer "
+                    "return False and offer the same item again on the next call (the item would be lost)"
+                )
+            self.outbox.seal("after complete() returned True")
             self.state = State.EMIT_DONE
             return True
         return False

@@ -111,28 +111,38 @@ class Harness:
             inst.initialized = True
 
     def close(self, error: BaseException | None) -> None:
-        """Close every processor made and not yet closed, then end the execution."""
-        for inst in self.instances:
-            self._close(inst)
+        """Close every processor made and not yet closed, then end the execution. When the run
+        went well so far, an offer from `close()` is a violation (the engine fails the job: the
+        item would be lost), raised once everything is closed."""
+        broken = [message for inst in self.instances if (message := self._close(inst)) is not None]
         for processor in self.factory.discarded:
             _close_quietly(processor, self.log)
         self.factory.discarded.clear()
         self.factory.end_execution(error)
+        if broken and error is None:
+            raise Violation(FailureKind.CONTRACT, broken[0])
 
-    def _close(self, inst: Instance) -> None:
+    def _close(self, inst: Instance) -> str | None:
+        """Close one processor; the message of a broken contract (an offer from close()), if any."""
         if inst.closed:
-            return
+            return None
         inst.closed = True
         record = self._record(inst, "close", "")
         start = time.perf_counter()
+        broken = None
+        inst.outbox.seal("from close()")
         try:
             inst.processor.close()
             record.result = "done"
+        except ProcessorContractError as error:
+            record.result = f"raised {error}"
+            broken = f"{inst.name}: close(): {error}"
         except Exception as error:  # the engine logs and ignores it, so does the kit
             record.result = f"raised {type(error).__name__}: {error} (ignored, as the engine does)"
             self.log.warn(f"{inst.name}: close() raised {type(error).__name__}: {error}")
         record.seconds = time.perf_counter() - start
         self.log.finished(record)
+        return broken
 
     # ---- input ----------------------------------------------------------------------------
 
@@ -256,6 +266,7 @@ class Harness:
 
     def _completed(self, inst: Instance) -> None:
         inst.completed = True
+        inst.outbox.seal("after complete() returned True")  # as the tasklet does: its DONE went out
         if self._merge is not None:  # DONE reaches the downstream coalescer
             for ordinal, coalescer in enumerate(self._merge):
                 self._append_watermarks(ordinal, coalescer.queue_done(inst.position))
