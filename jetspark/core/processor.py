@@ -101,9 +101,10 @@ class Processor(abc.ABC):
         """
 
     def try_process(self) -> bool:
-        """Called when the inbox is exhausted, to emit without input or to do maintenance.
+        """Called whenever the inbox is empty, to emit without input or to do maintenance.
 
-        After a restore it is first called after `finish_snapshot_restore`. False: called again
+        Also before the first item arrives, so timed work can start without input; never while
+        restoring: after a restore it is first called after `finish_snapshot_restore`. False: called again
         before any other processing method. Default: True.
         """
         return True

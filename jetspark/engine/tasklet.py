@@ -12,8 +12,8 @@ worker can back off when no tasklet made progress. States, in the order a proces
 
 Invariants: a method that returned False is called again before any other (except
 `snapshot_commit_finish`); `process` gets the same inbox until it is empty; `try_process` runs
-only with an empty inbox, never before the first batch or during restore; `save_to_snapshot`
-only with an empty inbox; `snapshot_commit_finish` may not emit; `close` runs exactly once.
+whenever the inbox is empty (before the first batch too, as in Jet), never during restore;
+`save_to_snapshot` only with an empty inbox; `snapshot_commit_finish` may not emit; `close` runs exactly once.
 """
 
 from __future__ import annotations
@@ -89,7 +89,6 @@ class ProcessorTasklet:
         self._edges_to_complete: deque[InboundStream] = deque()
         self._pruned: set[int] = set()
         self._chunks: list[list[Any]] = []
-        self._inbox_filled_once = False
         self._restore_entries = restore_entries
         self._restore_position = 0
         self._barrier: SnapshotBarrier | None = None
@@ -170,7 +169,7 @@ class ProcessorTasklet:
         if state is State.PROCESS_WATERMARKS:
             return self._process_watermarks()
         if state is State.NULLARY_PROCESS:
-            if self._inbox_filled_once and not self.processor.try_process():
+            if not self.processor.try_process():
                 return False
             self.state = State.PROCESS_INBOX
             return False
@@ -273,7 +272,6 @@ class ProcessorTasklet:
                     self.inbox.fill(items)
                     self.received_count += len(items)
                     self._current_stream = stream
-                    self._inbox_filled_once = True
                     self._round_robin = (self._round_robin + step + 1) % count
                     position = self._position[id(stream)]
                     if self._coalescer.is_idle(position):  # an item makes an idle edge active again

@@ -1,8 +1,8 @@
 """The harness: drives the processors of one mode through the contract, checking every call.
 
 It plays the tasklet's part (jetspark/engine/tasklet.py) one step at a time, synchronously, on
-the real `OutboxImpl`, `ListInbox` and `WatermarkCoalescer`: `try_process` before each batch after
-the first, `process` until the inbox is empty, `try_process_watermark` for each coalesced input
+the real `OutboxImpl`, `ListInbox` and `WatermarkCoalescer`: `try_process` whenever the inbox is
+empty (before each batch, the first too, and before `complete_edge`), `process` until the inbox is empty, `try_process_watermark` for each coalesced input
 watermark, `complete_edge` when an ordinal ends, `complete` until True; snapshots with
 `save_to_snapshot`, `snapshot_commit_prepare` and `snapshot_commit_finish(True)` (offers forbidden
 there, as the tasklet does); restore into fresh processors made by a new execution.
@@ -171,16 +171,15 @@ class Harness:
     def end_input(self, ordinal: int) -> None:
         self._inputs.queue_done(ordinal)
         for inst in self.instances:
+            self._until_true(inst, "try_process", inst.processor.try_process)
             self._until_true(inst, "complete_edge", inst.processor.complete_edge, ordinal)
             self._deliver(inst, inst.coalescer.queue_done(ordinal))
 
     def _process_batch(self, inst: Instance, ordinal: int, items: list[Any]) -> None:
         processor = inst.processor
-        if inst.filled_once:
-            self._until_true(inst, "try_process", processor.try_process)
+        self._until_true(inst, "try_process", processor.try_process)  # the inbox is empty now
         inbox = inst.inbox
         inbox.fill(items)
-        inst.filled_once = True
         if inst.coalescer.is_idle(ordinal):  # an item makes an idle edge active again
             inst.coalescer.observe_item(ordinal)
             self._inputs.observe_item(ordinal)
