@@ -12,7 +12,8 @@ class Outbox(abc.ABC):
 
     After an offer returned False, the processor must return from the current call and offer the
     *same* item (to the same ordinals) again before offering anything else; the engine raises
-    `ProcessorContractError` if it does not. Offering to several ordinals remembers which ones
+    `ProcessorContractError` if it does not, and for any offer later in the same call (the outbox
+    moves items downstream only between calls, so a retry loop could never succeed). Offering to several ordinals remembers which ones
     already accepted the item and retries only the others.
 
     A processor with no outbound edges may offer: the items are accepted and dropped.

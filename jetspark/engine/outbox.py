@@ -6,8 +6,9 @@ call, so back-pressure from full queues shows up as full buffers. The hot path i
 and an append. Watermarks and other special items first flush the buffer (order is kept), then go
 to every downstream queue.
 
-Contract checks: after a rejected offer, the next offer must be of the same item (`==`) to the
-same ordinals, else `ProcessorContractError` (as is a watermark not greater than the last one offered
+Contract checks: after a rejected offer, the processor must return: another offer in the same
+call (before the flush that ends it) raises `ProcessorContractError`, as Jet's "offer() called
+again"; the next offer must be of the same item (`==`) to the same ordinals, else the same error (as is a watermark not greater than the last one offered
 to an ordinal, so the error names the processor that emitted it); offers are refused with that error while the
 tasklet forbids them (from `snapshot_commit_finish`) and for good once it sealed the outbox (after
 `complete()` returned True, and from `close()`); `offer_to_snapshot` only while the tasklet
@@ -64,6 +65,8 @@ class OutboxImpl(Outbox):
         self._partition_count = partition_count
         self._unfinished_item: Any = _NOTHING
         self._unfinished_ordinals: tuple[int, ...] = ()
+        #: An offer was refused in the current call (until `flush`, which ends every call).
+        self._refused_in_call = False
         self._accepted: set[int] = set()
         self._forbidden_by: str | None = None
         #: Why offers are over for good (the processor completed, or is closing), else None.
@@ -227,7 +230,11 @@ class OutboxImpl(Outbox):
         self._snapshot_allowed_in = method
 
     def flush(self) -> bool:
-        """Move buffered items downstream; True when every buffer is empty afterwards."""
+        """Move buffered items downstream; True when every buffer is empty afterwards.
+
+        The tasklet flushes after every call: this ends the call, so an item refused in it may be
+        offered again."""
+        self._refused_in_call = False
         done = True
         for ordinal, buffer in enumerate(self.buffers):
             if buffer and not self._flush_ordinal(ordinal):
@@ -288,6 +295,12 @@ class OutboxImpl(Outbox):
             )
         if self._unfinished_item is _NOTHING:
             return
+        if self._refused_in_call:  # Jet: "offer() called again" before reset()
+            raise ProcessorContractError(
+                f"{self.owner}: offer() called again in the same call after it returned False (for "
+                f"{reprlib.repr(self._unfinished_item)}); return from the method after a refused offer "
+                "and offer the same item again on the next call"
+            )
         if ordinal_key == -2:
             same = self._unfinished_ordinals == (-2,) and _same_item(self._unfinished_item, item)
         else:
@@ -302,6 +315,7 @@ class OutboxImpl(Outbox):
     def _reject(self, item: Any, ordinals: tuple[int, ...]) -> None:
         self._unfinished_item = item
         self._unfinished_ordinals = ordinals
+        self._refused_in_call = True
         self._set_slow(True)
 
     def _clear_unfinished(self) -> None:

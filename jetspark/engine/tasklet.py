@@ -156,8 +156,8 @@ class ProcessorTasklet:
             state = self.state
             if self._step(state):
                 progress = True
-            if self.state is state or self.state is State.CLOSED:
-                break
+            if self.state is state or self.state is State.CLOSED or outbox.has_unfinished_item():
+                break  # an unfinished item: the next method comes in a new call (after the flush)
         if outbox.buffered() != buffered_before:
             progress = True
         outbox.flush()
