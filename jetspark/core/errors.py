@@ -20,7 +20,9 @@ class TopologyChangedError(JetsparkError):
 
 
 class RestartableError(JetsparkError):
-    """Raised by a processor to ask for a job restart from the last snapshot instead of a failure."""
+    """Raised by a processor to ask for a job restart instead of a failure: from the last snapshot,
+    or from the beginning in a job without a processing guarantee (the runners' `max_restarts`
+    bound how often)."""
 
 
 class JobCancelledError(JetsparkError):
