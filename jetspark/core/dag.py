@@ -39,6 +39,15 @@ class Vertex:
         return f"Vertex({self.name!r}, local_parallelism={self.local_parallelism})"
 
 
+def _first_free(used: set[int]) -> int:
+    return next(ordinal for ordinal in range(len(used) + 1) if ordinal not in used)
+
+
+def _spelled(vertex: Vertex) -> str:
+    """The vertex as a reader would write it in code: its name, or a lookup when that is no identifier."""
+    return vertex.name if vertex.name.isidentifier() else f"dag.get_vertex({vertex.name!r})"
+
+
 class DAG:
     """Vertices and edges. Errors that can be found while building are raised at once; the rest
     by `validate()`, which every runner calls on submit."""
@@ -69,15 +78,30 @@ class DAG:
             if other.source is edge.source and other.source_ordinal == edge.source_ordinal:
                 raise DagValidationError(
                     f"edge {edge.name}: outbound ordinal {edge.source_ordinal} of vertex "
-                    f"{edge.source.name!r} is already used by {other.name}"
+                    f"{edge.source.name!r} is already used by {other.name}; {self._ordinal_advice(edge)}"
                 )
             if other.destination is edge.destination and other.dest_ordinal == edge.dest_ordinal:
                 raise DagValidationError(
                     f"edge {edge.name}: inbound ordinal {edge.dest_ordinal} of vertex "
-                    f"{edge.destination.name!r} is already used by {other.name}"
+                    f"{edge.destination.name!r} is already used by {other.name}; {self._ordinal_advice(edge)}"
                 )
         self._edges.append(edge)
         return self
+
+    def _ordinal_advice(self, edge: Edge) -> str:
+        """How to add `edge` on free ordinals (Jet's error advises `Edge.from().to()` too)."""
+        assert edge.destination is not None
+        used_out = {e.source_ordinal for e in self._edges if e.source is edge.source}
+        used_in = {e.dest_ordinal for e in self._edges if e.destination is edge.destination}
+        out = edge.source_ordinal if edge.source_ordinal not in used_out else _first_free(used_out)
+        into = edge.dest_ordinal if edge.dest_ordinal not in used_in else _first_free(used_in)
+        advice = (
+            f"choose free ordinals with Edge.from_({_spelled(edge.source)}, {out})"
+            f".to({_spelled(edge.destination)}, {into})"
+        )
+        if edge.source_ordinal == 0 and edge.dest_ordinal == 0:
+            advice += " (Edge.between() uses ordinal 0 at both ends)"
+        return advice
 
     def get_vertex(self, name: str) -> Vertex:
         try:

@@ -99,6 +99,21 @@ def test_duplicate_inbound_ordinal() -> None:
         dag.edge(Edge.between(b, c))
 
 
+def test_duplicate_zero_dest_ordinal_error_advises_from_to() -> None:
+    """Jet's DAGTest.when_duplicateZeroDestOrdinal_then_errorAdvisesFromTo: Edge.between() always
+    takes ordinal 0, so the error says how to pick another one, with the next free ordinal."""
+    dag, (a, b, c) = dag_of("a", "b", "c")
+    dag.edge(Edge.between(a, c))
+    with raises_naming("Edge.from_(b, 0).to(c, 1)", "Edge.between() uses ordinal 0"):
+        dag.edge(Edge.between(b, c))
+    with raises_naming("outbound ordinal 0", "Edge.from_(a, 1).to(b, 0)"):
+        dag.edge(Edge.between(a, b))
+    spaced = dag.new_vertex("my sink", Noop)
+    dag.edge(Edge.between(b, spaced))
+    with raises_naming("Edge.from_(c, 0).to(dag.get_vertex('my sink'), 1)"):
+        dag.edge(Edge.between(c, spaced))
+
+
 def test_distinct_ordinals_are_accepted() -> None:
     dag, (a, b, c) = dag_of("a", "b", "c")
     dag.edge(Edge.from_(a, 0).to(c, 0)).edge(Edge.from_(a, 1).to(b, 0)).edge(Edge.from_(b).to(c, 1))
