@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterator
 
 from jetspark.core.edge import RESERVED_PRIORITY, Edge, RoutingPolicy
@@ -13,30 +14,47 @@ class Vertex:
     """A named step of the DAG; its processors come from `meta_supplier`.
 
     `local_parallelism` is the number of processors per member; -1 takes the meta supplier's
-    preference, else the job's default.
+    preference, else the job's default. It is checked whenever it is set (here, by
+    `with_local_parallelism` or by assignment), so a bad value names the vertex at once instead of
+    failing in a supplier at run time or running no processor at all.
     """
 
     def __init__(self, name: str, supplier: SupplierLike, local_parallelism: int = -1) -> None:
         if not isinstance(name, str) or not name:
             raise DagValidationError(f"vertex name must be a non-empty string, got {name!r}")
-        if local_parallelism == 0 or local_parallelism < -1:
-            raise DagValidationError(
-                f"vertex {name!r}: local parallelism must be -1 (default) or >= 1, got {local_parallelism}"
-            )
         self.name = name
-        self.meta_supplier: ProcessorMetaSupplier = to_meta_supplier(supplier)
         self.local_parallelism = local_parallelism
+        self.meta_supplier: ProcessorMetaSupplier = to_meta_supplier(supplier)
+
+    @property
+    def local_parallelism(self) -> int:
+        return self._local_parallelism
+
+    @local_parallelism.setter
+    def local_parallelism(self, value: int) -> None:
+        self._local_parallelism = _checked_parallelism(self.name, value)
 
     def with_local_parallelism(self, local_parallelism: int) -> Vertex:
-        if local_parallelism == 0 or local_parallelism < -1:
-            raise DagValidationError(
-                f"vertex {self.name!r}: local parallelism must be -1 (default) or >= 1, got {local_parallelism}"
-            )
         self.local_parallelism = local_parallelism
         return self
 
     def __repr__(self) -> str:
         return f"Vertex({self.name!r}, local_parallelism={self.local_parallelism})"
+
+
+def _checked_parallelism(vertex: str, value: object) -> int:
+    """`value` as a local parallelism: an int (not a bool), -1 or >= 1; else an error naming `vertex`."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(
+            f"vertex {vertex!r}: local parallelism must be an int (-1 for the default, or >= 1), "
+            f"got {value!r} of type {type(value).__name__}"
+        )
+    count = int(value)
+    if count == 0 or count < -1:
+        raise DagValidationError(
+            f"vertex {vertex!r}: local parallelism must be -1 (default) or >= 1, got {count}"
+        )
+    return count
 
 
 def _first_free(used: set[int]) -> int:

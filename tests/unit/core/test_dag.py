@@ -58,6 +58,32 @@ def test_bad_local_parallelism(parallelism: int) -> None:
     assert vertex.local_parallelism == -1
 
 
+@pytest.mark.parametrize("parallelism", [2.5, "2", True, False, 2.0, None])
+def test_local_parallelism_must_be_an_int_naming_the_vertex(parallelism: object) -> None:
+    """Rule (DAG build time): a local parallelism of another type than int (bool is no count) is
+    refused when the vertex is made or changed, naming the vertex, not later inside the supplier."""
+    with pytest.raises(TypeError, match=r"vertex 'v': local parallelism must be an int"):
+        Vertex("v", Noop, parallelism)  # type: ignore[arg-type]
+    vertex = Vertex("w", Noop)
+    with pytest.raises(TypeError, match=r"vertex 'w': local parallelism must be an int"):
+        vertex.with_local_parallelism(parallelism)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"vertex 'w': local parallelism must be an int"):
+        vertex.local_parallelism = parallelism  # type: ignore[assignment]
+    assert vertex.local_parallelism == -1
+
+
+@pytest.mark.parametrize("parallelism", [0, -2])
+def test_local_parallelism_assigned_after_creation_is_validated(parallelism: int) -> None:
+    """Rule: `vertex.local_parallelism = 0` set after the vertex was made is refused at once, naming
+    the vertex, instead of a job that runs no processor of it and silently yields nothing."""
+    vertex = Vertex("w", Noop, 2)
+    with raises_naming("'w'", "local parallelism", str(parallelism)):
+        vertex.local_parallelism = parallelism
+    assert vertex.local_parallelism == 2
+    vertex.local_parallelism = 3
+    assert vertex.local_parallelism == 3
+
+
 def test_good_local_parallelism() -> None:
     assert Vertex("v", Noop, 4).local_parallelism == 4
     assert Vertex("v", Noop).with_local_parallelism(2).local_parallelism == 2
