@@ -19,7 +19,7 @@ from collections import deque
 from typing import Any
 
 from jetspark.checkpoint import CheckpointStore
-from jetspark.core.config import JobConfig, ProcessingGuarantee
+from jetspark.core.config import JobConfig, ProcessingGuarantee, checked_count
 from jetspark.core.dag import DAG
 from jetspark.core.errors import JobCancelledError, JobFailedError, JobTimeoutError, RestartableError
 from jetspark.core.partitioner import DEFAULT_PARTITION_COUNT
@@ -162,9 +162,7 @@ class LocalJob(JobHandle):
         if self.status is not JobStatus.SUSPENDED:
             raise ValueError(f"job {self.name!r} is {self.status.value}, not suspended")
         if member_count is not None:
-            if member_count < 1:
-                raise ValueError(f"member count must be >= 1, got {member_count}")
-            self.member_count = member_count
+            self.member_count = checked_count(member_count, f"job {self.name!r}: resume(): member_count")
         return self.start(self.committed_snapshot())
 
     def export_snapshot(self, name: str, timeout: float = 60) -> Snapshot:
@@ -405,6 +403,8 @@ class LocalRunner:
     ) -> None:
         if max_restarts < 0:
             raise ValueError(f"LocalRunner: max_restarts must be >= 0, got {max_restarts}")
+        if member_count is not None:  # the same rule as JobConfig.member_count
+            member_count = checked_count(member_count, "LocalRunner: member_count")
         self.member_count = member_count
         self.batch_size = batch_size
         self.max_restarts = max_restarts

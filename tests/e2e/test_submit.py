@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import pytest
 
 from jetspark import processors as P
-from jetspark.core import DAG, DagValidationError, Edge, ProcessorMetaSupplier
+from jetspark.core import DAG, DagValidationError, Edge, JobConfig, ProcessingGuarantee, ProcessorMetaSupplier
 from jetspark.core.suppliers import MemberSuppliers
 from jetspark.runners.local import LocalRunner
 
@@ -40,3 +40,24 @@ def test_a_validation_error_names_the_edge_at_submit() -> None:
     dag.edge(edge)
     with pytest.raises(DagValidationError, match="partitioned edge needs a key function"):
         LocalRunner().submit(dag)
+
+
+@pytest.mark.parametrize(
+    ("count", "error"), [(0, ValueError), (-3, ValueError), (2.5, TypeError), (True, TypeError)]
+)
+def test_member_count_is_checked_alike_by_the_job_config_and_the_local_runner(
+    count: object, error: type[Exception]
+) -> None:
+    """Rule: a member count must be an int >= 1 wherever it is given; `LocalRunner(member_count=0)`
+    used to run silently on one member while `JobConfig(member_count=0)` raised."""
+    with pytest.raises(error, match=r"JobConfig\.member_count must be an int >= 1"):
+        JobConfig(member_count=count)  # type: ignore[arg-type]
+    with pytest.raises(error, match=r"LocalRunner: member_count must be an int >= 1"):
+        LocalRunner(member_count=count)  # type: ignore[arg-type]
+    dag = DAG()
+    dag.new_vertex("source", P.generator_stream(count=10**6, items_per_second=100))
+    job = LocalRunner().submit(dag, JobConfig(processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE))
+    job.suspend()
+    with pytest.raises(error, match=r"resume\(\): member_count must be an int >= 1"):
+        job.resume(member_count=count)  # type: ignore[arg-type]
+    job.cancel()

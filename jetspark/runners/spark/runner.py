@@ -29,7 +29,7 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeGuard
 
-from jetspark.core.config import JobConfig, ProcessingGuarantee
+from jetspark.core.config import JobConfig, ProcessingGuarantee, checked_count
 from jetspark.core.dag import DAG
 from jetspark.core.errors import JobFailedError, RestartableError
 from jetspark.engine.outbox import DEFAULT_BATCH_SIZE
@@ -287,6 +287,8 @@ class SparkRunner:
         `restart_backoff`: the first wait before running an aborted epoch (or a batch job) again
         (it doubles)."""
         self._spark = spark_session
+        if member_count is not None:  # the same rule as JobConfig.member_count
+            member_count = checked_count(member_count, "SparkRunner: member_count")
         self.member_count = member_count
         self.batch_size = batch_size
         self.record_items = record_items
