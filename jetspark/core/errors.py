@@ -15,6 +15,11 @@ class ProcessorContractError(JetsparkError):
     """A processor broke a rule of the `Processor` contract (for example a re-offer of a new item)."""
 
 
+class PartitioningError(JetsparkError):
+    """A partitioned edge could not route an item: its key function or partitioner raised. The
+    message names the edge, the function and the item; the original error is the cause."""
+
+
 class TopologyChangedError(JetsparkError):
     """A snapshot cannot be restored into the current DAG."""
 

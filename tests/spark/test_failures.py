@@ -15,7 +15,13 @@ from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.config import JobConfig
 from jetspark.core.dag import DAG
 from jetspark.core.edge import Edge
-from jetspark.core.errors import DagValidationError, JobCancelledError, JobFailedError, RestartableError
+from jetspark.core.errors import (
+    DagValidationError,
+    JobCancelledError,
+    JobFailedError,
+    PartitioningError,
+    RestartableError,
+)
 from jetspark.core.partitioner import default_partitioner
 from jetspark.processors import collect, files, from_iterable
 from jetspark.processors import map as map_p
@@ -228,4 +234,25 @@ def test_a_batch_job_raising_restartable_error_every_time_fails_after_max_restar
     assert "restarted 1 times" in str(raised.value)
     assert job.status is JobStatus.FAILED and job.restarts == 1
     assert not (out / "_SUCCESS").exists() and not list(out.glob("files-*.txt"))
+    assert active_jobs(spark) == []
+
+
+def key_of_or_fail(item: int) -> int:
+    return 10 // (item - 5)
+
+
+def test_a_failing_key_function_names_the_edge_on_spark(spark: Any) -> None:
+    """The error of a partitioned edge's key function reaches the driver naming the edge and the
+    key function, chained to a PartitioningError whose cause is the original error."""
+    dag = DAG()
+    source = dag.new_vertex("source", from_iterable(range(10)))
+    sink = dag.new_vertex("sink", collect())
+    dag.edge(Edge.between(source, sink).partitioned(key_of_or_fail).distributed())
+    job = SparkRunner(spark).submit(dag, JobConfig(member_count=2))
+    with pytest.raises(JobFailedError) as raised:
+        job.join(120)
+    message = str(raised.value)
+    assert "edge source[0] -> sink[0]: key function" in message and "key_of_or_fail" in message, message
+    assert "ZeroDivisionError" in message and "item 5" in message, message
+    assert isinstance(raised.value.__cause__, PartitioningError)
     assert active_jobs(spark) == []
