@@ -6,13 +6,17 @@ call, so back-pressure from full queues shows up as full buffers. The hot path i
 and an append. Watermarks and other special items first flush the buffer (order is kept), then go
 to every downstream queue.
 
-Contract checks: after a rejected offer, the processor must return: another offer in the same
-call (before the flush that ends it) raises `ProcessorContractError`, as Jet's "offer() called
-again"; the next offer must be of the same item (`==`) to the same ordinals, else the same error (as is a watermark not greater than the last one offered
-to an ordinal, so the error names the processor that emitted it); offers are refused with that error while the
-tasklet forbids them (from `snapshot_commit_finish`) and for good once it sealed the outbox (after
-`complete()` returned True, and from `close()`); `offer_to_snapshot` only while the tasklet
-allows it (from `save_to_snapshot` and `snapshot_commit_prepare`).
+Contract checks, each a `ProcessorContractError` naming the processor:
+- after a rejected offer the processor must return: another offer in the same call (before the
+  flush that ends it) raises, as Jet's "offer() called again" assertion does;
+- the next offer must then be of the same item (`==`) to the same ordinals;
+- a watermark must be greater than the last one offered to its ordinal (so the error names the
+  processor that emitted it);
+- offers raise while the tasklet forbids them (from `snapshot_commit_finish`), and for good once
+  it sealed the outbox (after `complete()` returned True, and from `close()`);
+- `offer_to_snapshot` only while the tasklet allows it (from `save_to_snapshot` and
+  `snapshot_commit_prepare`).
+The checks live on the slow path, which a refusal, a seal or a ban already switches on.
 """
 
 from __future__ import annotations

@@ -13,7 +13,9 @@ worker can back off when no tasklet made progress. States, in the order a proces
 Invariants: a method that returned False is called again before any other (except
 `snapshot_commit_finish`); `process` gets the same inbox until it is empty; `try_process` runs
 whenever the inbox is empty (before the first batch too, as in Jet), never during restore;
-`save_to_snapshot` only with an empty inbox; `snapshot_commit_finish` may not emit; `close` runs exactly once.
+`save_to_snapshot` only with an empty inbox; `snapshot_commit_finish` may not emit; nothing is
+emitted once `complete()` returned True (the outbox is sealed); a call ends after a method that
+left an offer unfinished; `close` runs exactly once.
 """
 
 from __future__ import annotations
