@@ -97,10 +97,28 @@ def submit_command(job: str, rest: Sequence[str], workdir: Path) -> tuple[list[s
     return command, env
 
 
+def job_file_problem(job: str) -> str | None:
+    """Why `job` cannot be run as a job file (it is missing, or a directory), or None."""
+    path = Path(job)
+    if path.is_dir():
+        scripts = sorted(p.name for p in path.glob("*.py"))
+        hint = f", such as {path / scripts[0]}" if len(scripts) == 1 else ""
+        if len(scripts) > 1:
+            hint = f"; Python files in it: {', '.join(scripts[:5])}{' ...' if len(scripts) > 5 else ''}"
+        return (
+            f"{job!r} is a directory; expected a Python job file (a script that calls "
+            f"jetspark.api.run(dag)){hint}"
+        )
+    if not path.is_file():
+        return f"job file {job!r} not found"
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if not Path(args.job).is_file():
-        print(f"jetspark: job file {args.job!r} not found", file=sys.stderr)
+    problem = job_file_problem(args.job)
+    if problem is not None:
+        print(f"jetspark: {problem}", file=sys.stderr)
         return 2
     try:
         if args.command == "run":

@@ -16,6 +16,7 @@ from jetspark.core.errors import JetsparkError as JetsparkError
 from jetspark.core.errors import JobCancelledError as JobCancelledError
 from jetspark.core.errors import JobFailedError as JobFailedError
 from jetspark.core.errors import JobTimeoutError as JobTimeoutError
+from jetspark.core.errors import PartitioningError as PartitioningError
 from jetspark.core.errors import ProcessorContractError as ProcessorContractError
 from jetspark.core.errors import RestartableError as RestartableError
 from jetspark.core.errors import TopologyChangedError as TopologyChangedError
@@ -55,6 +56,7 @@ __all__ = [
     "MetaSupplierContext",
     "Outbox",
     "Partitioner",
+    "PartitioningError",
     "ProcessingGuarantee",
     "Processor",
     "ProcessorContext",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import numbers
 from typing import Any
 
 import attrs
@@ -16,9 +17,20 @@ class ProcessingGuarantee(enum.Enum):
     EXACTLY_ONCE = "exactly_once"
 
 
+def checked_count(value: Any, what: str) -> int:
+    """`value` as a count of members, processors or snapshots: an int (not a bool) >= 1. Raises
+    TypeError or ValueError whose message starts with `what`, so every place that takes a member
+    count (JobConfig, the runners, resume) refuses the same values alike."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{what} must be an int >= 1, got {value!r} of type {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"{what} must be an int >= 1, got {value}")
+    return int(value)
+
+
 def _positive_or_none(_instance: object, attribute: attrs.Attribute[Any], value: int | None) -> None:
-    if value is not None and value < 1:
-        raise ValueError(f"JobConfig.{attribute.name} must be >= 1, got {value}")
+    if value is not None:
+        checked_count(value, f"JobConfig.{attribute.name}")
 
 
 @attrs.define(kw_only=True)
@@ -26,7 +38,8 @@ class JobConfig:
     """Settings of one job. All fields have defaults, so `JobConfig()` is a valid batch job config.
 
     `member_count` is the number of members (Spark tasks per stage, or simulated members in the
-    local runner); None lets the runner choose. `default_local_parallelism` is used for vertices
+    local runner); None lets the runner choose. Counts must be ints >= 1 (the runners' own
+    `member_count` follows the same rule). `default_local_parallelism` is used for vertices
     whose local parallelism is -1; jetspark defaults it to 1 because one Python thread per member
     does the work (the GIL makes more threads per member slower, not faster).
     """

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterator
 
 from jetspark.core.edge import RESERVED_PRIORITY, Edge, RoutingPolicy
@@ -13,30 +14,56 @@ class Vertex:
     """A named step of the DAG; its processors come from `meta_supplier`.
 
     `local_parallelism` is the number of processors per member; -1 takes the meta supplier's
-    preference, else the job's default.
+    preference, else the job's default. It is checked whenever it is set (here, by
+    `with_local_parallelism` or by assignment), so a bad value names the vertex at once instead of
+    failing in a supplier at run time or running no processor at all.
     """
 
     def __init__(self, name: str, supplier: SupplierLike, local_parallelism: int = -1) -> None:
         if not isinstance(name, str) or not name:
             raise DagValidationError(f"vertex name must be a non-empty string, got {name!r}")
-        if local_parallelism == 0 or local_parallelism < -1:
-            raise DagValidationError(
-                f"vertex {name!r}: local parallelism must be -1 (default) or >= 1, got {local_parallelism}"
-            )
         self.name = name
-        self.meta_supplier: ProcessorMetaSupplier = to_meta_supplier(supplier)
         self.local_parallelism = local_parallelism
+        self.meta_supplier: ProcessorMetaSupplier = to_meta_supplier(supplier)
+
+    @property
+    def local_parallelism(self) -> int:
+        return self._local_parallelism
+
+    @local_parallelism.setter
+    def local_parallelism(self, value: int) -> None:
+        self._local_parallelism = _checked_parallelism(self.name, value)
 
     def with_local_parallelism(self, local_parallelism: int) -> Vertex:
-        if local_parallelism == 0 or local_parallelism < -1:
-            raise DagValidationError(
-                f"vertex {self.name!r}: local parallelism must be -1 (default) or >= 1, got {local_parallelism}"
-            )
         self.local_parallelism = local_parallelism
         return self
 
     def __repr__(self) -> str:
         return f"Vertex({self.name!r}, local_parallelism={self.local_parallelism})"
+
+
+def _checked_parallelism(vertex: str, value: object) -> int:
+    """`value` as a local parallelism: an int (not a bool), -1 or >= 1; else an error naming `vertex`."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(
+            f"vertex {vertex!r}: local parallelism must be an int (-1 for the default, or >= 1), "
+            f"got {value!r} of type {type(value).__name__}"
+        )
+    count = int(value)
+    if count == 0 or count < -1:
+        raise DagValidationError(
+            f"vertex {vertex!r}: local parallelism must be -1 (default) or >= 1, got {count}"
+        )
+    return count
+
+
+def _first_free(used: set[int]) -> int:
+    return next(ordinal for ordinal in range(len(used) + 1) if ordinal not in used)
+
+
+def _spelled(vertex: Vertex) -> str:
+    """The vertex as a reader would write it in code: its name, or a lookup when that is no identifier."""
+    return vertex.name if vertex.name.isidentifier() else f"dag.get_vertex({vertex.name!r})"
 
 
 class DAG:
@@ -69,15 +96,30 @@ class DAG:
             if other.source is edge.source and other.source_ordinal == edge.source_ordinal:
                 raise DagValidationError(
                     f"edge {edge.name}: outbound ordinal {edge.source_ordinal} of vertex "
-                    f"{edge.source.name!r} is already used by {other.name}"
+                    f"{edge.source.name!r} is already used by {other.name}; {self._ordinal_advice(edge)}"
                 )
             if other.destination is edge.destination and other.dest_ordinal == edge.dest_ordinal:
                 raise DagValidationError(
                     f"edge {edge.name}: inbound ordinal {edge.dest_ordinal} of vertex "
-                    f"{edge.destination.name!r} is already used by {other.name}"
+                    f"{edge.destination.name!r} is already used by {other.name}; {self._ordinal_advice(edge)}"
                 )
         self._edges.append(edge)
         return self
+
+    def _ordinal_advice(self, edge: Edge) -> str:
+        """How to add `edge` on free ordinals (Jet's error advises `Edge.from().to()` too)."""
+        assert edge.destination is not None
+        used_out = {e.source_ordinal for e in self._edges if e.source is edge.source}
+        used_in = {e.dest_ordinal for e in self._edges if e.destination is edge.destination}
+        out = edge.source_ordinal if edge.source_ordinal not in used_out else _first_free(used_out)
+        into = edge.dest_ordinal if edge.dest_ordinal not in used_in else _first_free(used_in)
+        advice = (
+            f"choose free ordinals with Edge.from_({_spelled(edge.source)}, {out})"
+            f".to({_spelled(edge.destination)}, {into})"
+        )
+        if edge.source_ordinal == 0 and edge.dest_ordinal == 0:
+            advice += " (Edge.between() uses ordinal 0 at both ends)"
+        return advice
 
     def get_vertex(self, name: str) -> Vertex:
         try:

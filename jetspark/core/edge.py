@@ -76,6 +76,14 @@ class Edge:
         return self
 
     def isolated(self) -> Edge:
+        """Pair processors on each member for good: each downstream processor hears from fixed
+        upstream ones, so per-processor order and state follow the upstream processor.
+
+        Local processor p upstream sends to the downstream processors c with
+        `c % upstream_parallelism == p % downstream_parallelism` (Jet's pairing): to c = p,
+        p + upstream_parallelism, ... when the downstream vertex has at least as many processors,
+        else to c = p % downstream_parallelism alone. The edge must be local.
+        """
         self.routing = RoutingPolicy.ISOLATED
         return self
 

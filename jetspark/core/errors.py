@@ -15,12 +15,19 @@ class ProcessorContractError(JetsparkError):
     """A processor broke a rule of the `Processor` contract (for example a re-offer of a new item)."""
 
 
+class PartitioningError(JetsparkError):
+    """A partitioned edge could not route an item: its key function or partitioner raised. The
+    message names the edge, the function and the item; the original error is the cause."""
+
+
 class TopologyChangedError(JetsparkError):
     """A snapshot cannot be restored into the current DAG."""
 
 
 class RestartableError(JetsparkError):
-    """Raised by a processor to ask for a job restart from the last snapshot instead of a failure."""
+    """Raised by a processor to ask for a job restart instead of a failure: from the last snapshot,
+    or from the beginning in a job without a processing guarantee (the runners' `max_restarts`
+    bound how often)."""
 
 
 class JobCancelledError(JetsparkError):

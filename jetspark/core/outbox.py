@@ -12,7 +12,8 @@ class Outbox(abc.ABC):
 
     After an offer returned False, the processor must return from the current call and offer the
     *same* item (to the same ordinals) again before offering anything else; the engine raises
-    `ProcessorContractError` if it does not. Offering to several ordinals remembers which ones
+    `ProcessorContractError` if it does not, and for any offer later in the same call (the outbox
+    moves items downstream only between calls, so a retry loop could never succeed). Offering to several ordinals remembers which ones
     already accepted the item and retries only the others.
 
     A processor with no outbound edges may offer: the items are accepted and dropped.
@@ -34,9 +35,11 @@ class Outbox(abc.ABC):
     def offer_to_snapshot(self, key: Any, value: Any) -> bool:
         """Add a snapshot entry. Allowed only from `save_to_snapshot` and `snapshot_commit_prepare`.
 
-        The entry is serialized at once, so the caller may change `value` afterwards. A key wrapped
-        in `BroadcastKey` is restored to every processor; any other key to the processor that owns
-        the key's partition when the job restores.
+        The key and the value are serialized at once, so the caller may change either in place
+        as soon as the offer returned True. A key wrapped in `BroadcastKey` is restored to every
+        processor; any other key to the processor that owns the key's partition when the job
+        restores, so it must be hashable like a dict key: an unhashable key (a list, a set) raises
+        `ProcessorContractError` here.
         """
 
     @abc.abstractmethod

@@ -101,9 +101,10 @@ class Processor(abc.ABC):
         """
 
     def try_process(self) -> bool:
-        """Called when the inbox is exhausted, to emit without input or to do maintenance.
+        """Called whenever the inbox is empty, to emit without input or to do maintenance.
 
-        After a restore it is first called after `finish_snapshot_restore`. False: called again
+        Also before the first item arrives, so timed work can start without input; never while
+        restoring: after a restore it is first called after `finish_snapshot_restore`. False: called again
         before any other processing method. Default: True.
         """
         return True
@@ -120,7 +121,10 @@ class Processor(abc.ABC):
 
         A streaming source returns False forever. `save_to_snapshot` and `snapshot_commit_finish`
         may be called between calls. After it returned True, only `snapshot_commit_finish` may
-        still be called. Default: True.
+        still be called, and nothing may be offered any more (the end of the stream has gone
+        downstream): a later offer, also from `close` or another thread, raises
+        `ProcessorContractError`. Do not return True while an offer is refused: finish it first
+        (the engine raises `ProcessorContractError` naming the item). Default: True.
         """
         return True
 
@@ -168,5 +172,7 @@ class Processor(abc.ABC):
     def close(self) -> None:  # noqa: B027
         """Release resources. Called last, exactly once, even if `init` failed or never ran.
 
-        May block. An exception here is logged and does not fail the job. Default: nothing.
+        May block. Must not emit: an offer here raises `ProcessorContractError` and, at the
+        processor's normal end, fails the job (the item would be lost). Any other exception is
+        logged and does not fail the job. Default: nothing.
         """

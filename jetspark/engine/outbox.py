@@ -6,11 +6,17 @@ call, so back-pressure from full queues shows up as full buffers. The hot path i
 and an append. Watermarks and other special items first flush the buffer (order is kept), then go
 to every downstream queue.
 
-Contract checks: after a rejected offer, the next offer must be of the same item (`==`) to the
-same ordinals, else `ProcessorContractError` (as is a watermark not greater than the last one offered
-to an ordinal, so the error names the processor that emitted it); offers are refused with that error while the
-tasklet forbids them (from `snapshot_commit_finish`); `offer_to_snapshot` only while the tasklet
-allows it (from `save_to_snapshot` and `snapshot_commit_prepare`).
+Contract checks, each a `ProcessorContractError` naming the processor:
+- after a rejected offer the processor must return: another offer in the same call (before the
+  flush that ends it) raises, as Jet's "offer() called again" assertion does;
+- the next offer must then be of the same item (`==`) to the same ordinals;
+- a watermark must be greater than the last one offered to its ordinal (so the error names the
+  processor that emitted it);
+- offers raise while the tasklet forbids them (from `snapshot_commit_finish`), and for good once
+  it sealed the outbox (after `complete()` returned True, and from `close()`);
+- `offer_to_snapshot` only while the tasklet allows it (from `save_to_snapshot` and
+  `snapshot_commit_prepare`).
+The checks live on the slow path, which a refusal, a seal or a ban already switches on.
 """
 
 from __future__ import annotations
@@ -63,8 +69,12 @@ class OutboxImpl(Outbox):
         self._partition_count = partition_count
         self._unfinished_item: Any = _NOTHING
         self._unfinished_ordinals: tuple[int, ...] = ()
+        #: An offer was refused in the current call (until `flush`, which ends every call).
+        self._refused_in_call = False
         self._accepted: set[int] = set()
         self._forbidden_by: str | None = None
+        #: Why offers are over for good (the processor completed, or is closing), else None.
+        self._sealed: str | None = None
         self._blocked = False
         #: True while an offer is unfinished or offers are forbidden: the fast paths step aside.
         self._slow = False
@@ -186,6 +196,22 @@ class OutboxImpl(Outbox):
         self._forbidden_by = method
         self._update_slow()
 
+    def seal(self, when: str | None) -> None:
+        """From now on every offer raises `ProcessorContractError`: the processor's stream has
+        ended downstream (`when` says how, e.g. "after complete() returned True"), so an accepted
+        item would be lost. Also holds for offers from other threads of the processor."""
+        self._sealed = when
+        self._update_slow()
+
+    @property
+    def sealed(self) -> str | None:
+        return self._sealed
+
+    @property
+    def unfinished_item(self) -> Any:
+        """The item a refused offer left behind (None if there is none), for error messages."""
+        return None if self._unfinished_item is _NOTHING else self._unfinished_item
+
     def block(self, blocked: bool) -> None:
         """While blocked, only an unfinished item may still be offered; any other offer returns
         False (leaving nothing unfinished), so that a snapshot can be taken right after."""
@@ -194,7 +220,10 @@ class OutboxImpl(Outbox):
 
     def _update_slow(self) -> None:
         self._set_slow(
-            self._forbidden_by is not None or self._unfinished_item is not _NOTHING or self._blocked
+            self._forbidden_by is not None
+            or self._sealed is not None
+            or self._unfinished_item is not _NOTHING
+            or self._blocked
         )
 
     def _set_slow(self, slow: bool) -> None:
@@ -205,7 +234,11 @@ class OutboxImpl(Outbox):
         self._snapshot_allowed_in = method
 
     def flush(self) -> bool:
-        """Move buffered items downstream; True when every buffer is empty afterwards."""
+        """Move buffered items downstream; True when every buffer is empty afterwards.
+
+        The tasklet flushes after every call: this ends the call, so an item refused in it may be
+        offered again."""
+        self._refused_in_call = False
         done = True
         for ordinal, buffer in enumerate(self.buffers):
             if buffer and not self._flush_ordinal(ordinal):
@@ -259,8 +292,19 @@ class OutboxImpl(Outbox):
             raise ProcessorContractError(
                 f"{self.owner}: {self._forbidden_by}() must not emit, but offered {reprlib.repr(item)}"
             )
+        if self._sealed is not None:
+            raise ProcessorContractError(
+                f"{self.owner}: offered {reprlib.repr(item)} {self._sealed}; the processor's output "
+                "has ended (its end of stream went downstream), so the item would be lost"
+            )
         if self._unfinished_item is _NOTHING:
             return
+        if self._refused_in_call:  # Jet: "offer() called again" before reset()
+            raise ProcessorContractError(
+                f"{self.owner}: offer() called again in the same call after it returned False (for "
+                f"{reprlib.repr(self._unfinished_item)}); return from the method after a refused offer "
+                "and offer the same item again on the next call"
+            )
         if ordinal_key == -2:
             same = self._unfinished_ordinals == (-2,) and _same_item(self._unfinished_item, item)
         else:
@@ -275,6 +319,7 @@ class OutboxImpl(Outbox):
     def _reject(self, item: Any, ordinals: tuple[int, ...]) -> None:
         self._unfinished_item = item
         self._unfinished_ordinals = ordinals
+        self._refused_in_call = True
         self._set_slow(True)
 
     def _clear_unfinished(self) -> None:

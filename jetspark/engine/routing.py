@@ -8,11 +8,13 @@ whatever the routing policy.
 
 from __future__ import annotations
 
+import reprlib
 from collections import Counter
 from collections.abc import Callable, Sequence
 from itertools import compress
 from typing import Any, cast
 
+from jetspark.core.errors import PartitioningError
 from jetspark.core.partitioner import Partitioner, default_partitioner
 from jetspark.engine.queue import BoundedQueue
 
@@ -139,10 +141,13 @@ class PartitionedCollector(OutboundCollector):
     `queue_of_partition[p]` is the index (in `queues`) of partition p's owner. Stops at the first
     item whose queue is full, so that items keep their order per consumer. With the default
     partitioner, the target of a str, int or bytes key is remembered: a repeated key (a word, a
-    user id) then costs a dict lookup instead of encoding and hashing it again.
+    user id) then costs a dict lookup instead of encoding and hashing it again. An exception of
+    the key function or the partitioner becomes a `PartitioningError` naming `edge` (it runs in
+    the producer's outbox, so the producer alone would be blamed otherwise); the hot loops pay
+    nothing for this, the handlers sit around them.
     """
 
-    __slots__ = ("_key_fn", "_partitioner", "_partition_count", "_queue_of_partition", "_memo")
+    __slots__ = ("_edge", "_key_fn", "_partitioner", "_partition_count", "_queue_of_partition", "_memo")
 
     def __init__(
         self,
@@ -150,8 +155,10 @@ class PartitionedCollector(OutboundCollector):
         queue_of_partition: Sequence[int],
         key_fn: Callable[[Any], Any],
         partitioner: Partitioner,
+        edge: str = "(unnamed)",
     ) -> None:
         super().__init__(queues)
+        self._edge = edge
         self._key_fn = key_fn
         self._partitioner = partitioner
         self._partition_count = len(queue_of_partition)
@@ -160,7 +167,10 @@ class PartitionedCollector(OutboundCollector):
 
     def target_of(self, item: Any) -> int:
         """Index in `queues` of the consumer that must receive `item`."""
-        return self._queue_of_partition[self._partitioner(self._key_fn(item), self._partition_count)]
+        try:
+            return self._queue_of_partition[self._partitioner(self._key_fn(item), self._partition_count)]
+        except Exception as error:
+            raise self._routing_error(item, error) from error
 
     def offer_items(self, items: list[Any]) -> int:
         if self._memo is not None and len(self.queues) <= _BATCH_ROUTING_MAX_QUEUES:
@@ -175,7 +185,10 @@ class PartitionedCollector(OutboundCollector):
         Returns -1 when it does not apply (another key class, or some queue lacks room), so that
         the caller routes item by item, which stops at the first full queue.
         """
-        keys = list(map(self._key_fn, items))
+        try:
+            keys = list(map(self._key_fn, items))
+        except Exception:  # route one by one, which names the item whose key failed
+            return -1
         if not _CACHEABLE_KEY_CLASSES.issuperset(map(type, keys)):
             return -1
         memo = self._memo
@@ -214,14 +227,42 @@ class PartitionedCollector(OutboundCollector):
         count = self._partition_count
         table = self._queue_of_partition
         taken = 0
-        for item in items:
-            target = table[partitioner(key_fn(item), count)]
-            if rooms[target] <= 0:
-                break
-            rooms[target] -= 1
-            batches[target].append(item)
-            taken += 1
+        try:
+            for item in items:
+                target = table[partitioner(key_fn(item), count)]
+                if rooms[target] <= 0:
+                    break
+                rooms[target] -= 1
+                batches[target].append(item)
+                taken += 1
+        except Exception as error:  # items[taken] is the one being routed
+            raise self._routing_error(items[taken], error) from error
         for queue, batch in zip(queues, batches):
             if batch:
                 queue.put_chunk(batch)
         return taken
+
+    def _routing_error(self, item: Any, error: Exception) -> PartitioningError:
+        """Name the edge, the function that raised and the item. Which one raised is told by
+        calling the key function once more (this is the failure path only)."""
+        failure = f"{type(error).__name__}: {error}"
+        try:
+            key = self._key_fn(item)
+        except Exception:
+            return PartitioningError(
+                f"edge {self._edge}: key function {_describe(self._key_fn)} raised {failure} "
+                f"(item {reprlib.repr(item)})"
+            )
+        return PartitioningError(
+            f"edge {self._edge}: partitioner {_describe(self._partitioner)} could not place key "
+            f"{reprlib.repr(key)} of item {reprlib.repr(item)}: {failure}"
+        )
+
+
+def _describe(function: Any) -> str:
+    """`module.qualname` of a function (a lambda too), else its repr."""
+    name = getattr(function, "__qualname__", None)
+    module = getattr(function, "__module__", None)
+    if isinstance(name, str):
+        return f"{module}.{name}" if isinstance(module, str) else name
+    return reprlib.repr(function)

@@ -12,20 +12,24 @@ worker can back off when no tasklet made progress. States, in the order a proces
 
 Invariants: a method that returned False is called again before any other (except
 `snapshot_commit_finish`); `process` gets the same inbox until it is empty; `try_process` runs
-only with an empty inbox, never before the first batch or during restore; `save_to_snapshot`
-only with an empty inbox; `snapshot_commit_finish` may not emit; `close` runs exactly once.
+whenever the inbox is empty (before the first batch too, as in Jet), never during restore;
+`save_to_snapshot` only with an empty inbox; `snapshot_commit_finish` may not emit; nothing is
+emitted once `complete()` returned True (the outbox is sealed); a call ends after a method that
+left an offer unfinished; `close` runs exactly once.
 """
 
 from __future__ import annotations
 
 import enum
 import logging
+import reprlib
 from collections import deque
 from collections.abc import Sequence
 from itertools import chain
 from typing import Any
 
 from jetspark.core.context import ProcessorContext
+from jetspark.core.errors import ProcessorContractError
 from jetspark.core.processor import Processor
 from jetspark.core.watermark import Watermark
 from jetspark.engine.coalescer import WatermarkCoalescer
@@ -87,7 +91,6 @@ class ProcessorTasklet:
         self._edges_to_complete: deque[InboundStream] = deque()
         self._pruned: set[int] = set()
         self._chunks: list[list[Any]] = []
-        self._inbox_filled_once = False
         self._restore_entries = restore_entries
         self._restore_position = 0
         self._barrier: SnapshotBarrier | None = None
@@ -115,15 +118,25 @@ class ProcessorTasklet:
         self.processor.init(self.outbox, self.context)
         self.initialized = True
 
-    def close(self) -> None:
-        """Close the processor once; an error is logged, never raised."""
+    def close(self, strict: bool = False) -> None:
+        """Close the processor once; an error is logged, never raised, except with `strict` (the
+        processor's normal end) an offer from `close()`: its item would be lost, so the job fails."""
         if self.closed:
             return
         self.closed = True
+        outbox = self.outbox
+        sealed_before = outbox.sealed
+        outbox.seal("from close()")
         try:
             self.processor.close()
+        except ProcessorContractError:
+            if strict:
+                raise
+            _log.exception("%s: close() broke the contract; the error is ignored", self.name)
         except Exception:
             _log.exception("%s: close() failed; the error is ignored", self.name)
+        finally:
+            outbox.seal(sealed_before or "after close()")
 
     @property
     def is_done(self) -> bool:
@@ -145,8 +158,8 @@ class ProcessorTasklet:
             state = self.state
             if self._step(state):
                 progress = True
-            if self.state is state or self.state is State.CLOSED:
-                break
+            if self.state is state or self.state is State.CLOSED or outbox.has_unfinished_item():
+                break  # an unfinished item: the next method comes in a new call (after the flush)
         if outbox.buffered() != buffered_before:
             progress = True
         outbox.flush()
@@ -158,7 +171,7 @@ class ProcessorTasklet:
         if state is State.PROCESS_WATERMARKS:
             return self._process_watermarks()
         if state is State.NULLARY_PROCESS:
-            if self._inbox_filled_once and not self.processor.try_process():
+            if not self.processor.try_process():
                 return False
             self.state = State.PROCESS_INBOX
             return False
@@ -204,8 +217,8 @@ class ProcessorTasklet:
                 return True
             if self._phase2_outstanding():
                 return False
-            self.close()
             self.state = State.CLOSED
+            self.close(strict=True)
             return True
         return False
 
@@ -261,7 +274,6 @@ class ProcessorTasklet:
                     self.inbox.fill(items)
                     self.received_count += len(items)
                     self._current_stream = stream
-                    self._inbox_filled_once = True
                     self._round_robin = (self._round_robin + step + 1) % count
                     position = self._position[id(stream)]
                     if self._coalescer.is_idle(position):  # an item makes an idle edge active again
@@ -349,6 +361,13 @@ class ProcessorTasklet:
             if blocked:
                 self.outbox.block(False)
         if done:
+            if self.outbox.has_unfinished_item():
+                raise ProcessorContractError(
+                    f"{self.name}: complete() returned True while the outbox still holds "
+                    f"{reprlib.repr(self.outbox.unfinished_item)}, which it refused; after a refused offer "
+                    "return False and offer the same item again on the next call (the item would be lost)"
+                )
+            self.outbox.seal("after complete() returned True")
             self.state = State.EMIT_DONE
             return True
         return False

@@ -144,7 +144,7 @@ class ExecutionPlan:
         else:
             reachable = [c for c in all_consumers if c[0] == member]
         if edge.routing is RoutingPolicy.ISOLATED:
-            reachable = [c for c in reachable if c[1] % up.local_parallelism == local_index]
+            reachable = [c for c in reachable if _isolated_pair(local_index, c[1], up, down)]
         if not reachable:
             raise DagValidationError(
                 f"edge {edge.name}: processor {producer} of vertex {up.name!r} has no consumer to send "
@@ -190,6 +190,16 @@ class ExecutionPlan:
         if key not in cache:
             cache[key] = set(self.consumers_of(edge, producer).consumers)
         return cache[key]
+
+
+def _isolated_pair(producer: int, consumer: int, up: VertexPlan, down: VertexPlan) -> bool:
+    """Whether local processor `producer` sends to local processor `consumer` on an isolated edge.
+
+    Jet's pairing: consumer c gets producer p's items when c % up_lp == p % down_lp. With at least
+    as many consumers, producer p feeds consumers p, p + up_lp, ...; with fewer, it feeds
+    consumer p % down_lp alone. Either way each consumer hears from the same producers always.
+    """
+    return consumer % up.local_parallelism == producer % down.local_parallelism
 
 
 def _meta_fields(plan: ExecutionPlan, vertex: str, local_parallelism: int) -> dict[str, Any]:
@@ -283,12 +293,4 @@ def build_plan(
                 (e for e in edges if e.source_name == vertex.name), key=lambda e: e.source_ordinal
             ),
         )
-    for edge in edges:
-        up = plan.vertices[edge.source_name]
-        down = plan.vertices[edge.destination_name]
-        if edge.routing is RoutingPolicy.ISOLATED and down.local_parallelism < up.local_parallelism:
-            raise DagValidationError(
-                f"edge {edge.name}: an isolated edge needs the destination's local parallelism "
-                f"({down.local_parallelism}) >= the source's ({up.local_parallelism})"
-            )
     return plan

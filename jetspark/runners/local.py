@@ -4,8 +4,9 @@ Distributed edges, partition ownership and member indexes behave as on Spark, so
 passes here with M = 3 exercises the same routing as a three-member Spark job. Snapshots are kept
 in memory, and with `JobConfig.checkpoint_root` also committed to the checkpoint store: a job can
 be suspended and resumed, restarts from its last snapshot when a processor raises
-`RestartableError`, and a job submitted again under the name of one that stopped resumes from the
-last snapshot it committed.
+`RestartableError` (a job without a processing guarantee runs again from the beginning, its
+collected items and staged files discarded), and a job submitted again under the name of one that
+stopped resumes from the last snapshot it committed.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections import deque
 from typing import Any
 
 from jetspark.checkpoint import CheckpointStore
-from jetspark.core.config import JobConfig, ProcessingGuarantee
+from jetspark.core.config import JobConfig, ProcessingGuarantee, checked_count
 from jetspark.core.dag import DAG
 from jetspark.core.errors import JobCancelledError, JobFailedError, JobTimeoutError, RestartableError
 from jetspark.core.partitioner import DEFAULT_PARTITION_COUNT
@@ -48,11 +49,15 @@ class LocalJob(JobHandle):
         member_count: int,
         batch_size: int,
         snapshot_registry: dict[str, Snapshot] | None = None,
+        max_restarts: int = 5,
     ) -> None:
         self.dag = fuse_stateless_steps(dag, config)
         self.config = config
         self.member_count = member_count
         self.batch_size = batch_size
+        self.max_restarts = max_restarts
+        #: Restarts after a RestartableError so far, over the whole job.
+        self.restarts = 0
         super().__init__()
         self.job_id = uuid.uuid4().hex[:16]
         self.name = config.name or f"job-{self.job_id}"
@@ -158,9 +163,7 @@ class LocalJob(JobHandle):
         if self.status is not JobStatus.SUSPENDED:
             raise ValueError(f"job {self.name!r} is {self.status.value}, not suspended")
         if member_count is not None:
-            if member_count < 1:
-                raise ValueError(f"member count must be >= 1, got {member_count}")
-            self.member_count = member_count
+            self.member_count = checked_count(member_count, f"job {self.name!r}: resume(): member_count")
         return self.start(self.committed_snapshot())
 
     def export_snapshot(self, name: str, timeout: float = 60) -> Snapshot:
@@ -189,23 +192,30 @@ class LocalJob(JobHandle):
     # ---- execution ------------------------------------------------------------------------
 
     def _run(self, restore: Snapshot | None, plan: ExecutionPlan | None) -> None:
+        in_a_row = 0  # restarts since the last snapshot was committed
+        snapshots_before = self.snapshot_count
         while True:
             error = self._execute(restore, plan)
             plan = None  # a restart plans anew
-            if (
+            if not (
                 isinstance(error, JobFailedError)
                 and isinstance(error.__cause__, RestartableError)
-                and self.config.snapshots_enabled
                 and self.status is JobStatus.RUNNING
             ):
-                try:
-                    restore = self.committed_snapshot()
-                except Exception as cause:  # the restart cannot restore: fail with both causes
-                    error = JobFailedError(f"job {self.name!r}: restarting after {error} failed: {cause}")
-                    error.__cause__ = cause
-                    break
-                continue
-            break
+                break
+            if self.snapshot_count != snapshots_before:
+                in_a_row, snapshots_before = 0, self.snapshot_count
+            if in_a_row >= self.max_restarts:
+                error = _gave_up(error, in_a_row, self.config.snapshots_enabled)
+                break
+            in_a_row += 1
+            self.restarts += 1
+            try:
+                restore = self._restart_point(error)
+            except Exception as cause:  # the restart cannot restore: fail with both causes
+                error = JobFailedError(f"job {self.name!r}: restarting after {error} failed: {cause}")
+                error.__cause__ = cause
+                break
         with self._lock:
             if self.status is JobStatus.CANCELLED:
                 pass
@@ -223,6 +233,28 @@ class LocalJob(JobHandle):
             if self.store is not None and self.status in (JobStatus.COMPLETED, JobStatus.CANCELLED):
                 self._discard_snapshots()
         self._finished.set()
+
+    def _restart_point(self, error: BaseException) -> Snapshot | None:
+        """Where a restart after `error` begins: the last committed snapshot; without a processing
+        guarantee, the beginning, so the failed run's collected items and staged files are dropped
+        (as are its metrics) and the sinks keep only the new run's output."""
+        if self.config.snapshots_enabled:
+            restore = self.committed_snapshot()
+            _log.warning(
+                "job %r: %s; restart %d from snapshot %s",
+                self.name,
+                error,
+                self.restarts,
+                restore.snapshot_id if restore is not None else "none (from the beginning)",
+            )
+            return restore
+        _log.warning("job %r: %s; restart %d from the beginning", self.name, error, self.restarts)
+        self._results = ResultCollector()
+        self._metrics_base = {}
+        self._tasklets = []
+        if self._staging is not None:
+            self._staging = AttemptStaging(self.job_id, self.restarts)
+        return None
 
     def _discard_snapshots(self) -> None:
         """A completed or cancelled job is over: a job submitted later under its name starts afresh.
@@ -339,6 +371,18 @@ class LocalJob(JobHandle):
         return True
 
 
+def _gave_up(error: JobFailedError, restarts: int, snapshots: bool) -> JobFailedError:
+    """The failure of a job that raised RestartableError again after `restarts` restarts."""
+    since = " in a row without a new snapshot" if snapshots else ""
+    failed = JobFailedError(
+        f"{error} (restarted {restarts} times{since}; giving up)",
+        vertex=error.vertex,
+        processor_index=error.processor_index,
+    )
+    failed.__cause__ = error.__cause__
+    return failed
+
+
 def _close_meta_suppliers(dag: DAG, error: BaseException | None) -> None:
     for vertex in dag:
         try:
@@ -348,11 +392,23 @@ def _close_meta_suppliers(dag: DAG, error: BaseException | None) -> None:
 
 
 class LocalRunner:
-    """Runs DAGs in this process. `member_count` defaults to the job config's, else 1."""
+    """Runs DAGs in this process. `member_count` defaults to the job config's, else 1.
 
-    def __init__(self, member_count: int | None = None, batch_size: int = DEFAULT_BATCH_SIZE) -> None:
+    `max_restarts`: how often a job restarts after a `RestartableError` before it fails, counted
+    since its last committed snapshot (a job without a processing guarantee has none: all its
+    restarts count).
+    """
+
+    def __init__(
+        self, member_count: int | None = None, batch_size: int = DEFAULT_BATCH_SIZE, max_restarts: int = 5
+    ) -> None:
+        if max_restarts < 0:
+            raise ValueError(f"LocalRunner: max_restarts must be >= 0, got {max_restarts}")
+        if member_count is not None:  # the same rule as JobConfig.member_count
+            member_count = checked_count(member_count, "LocalRunner: member_count")
         self.member_count = member_count
         self.batch_size = batch_size
+        self.max_restarts = max_restarts
         #: Snapshots exported by name (`LocalJob.export_snapshot`), usable as `initial_snapshot_name`.
         self.snapshots: dict[str, Snapshot] = {}
 
@@ -369,7 +425,7 @@ class LocalRunner:
                     f"initial snapshot {config.initial_snapshot_name!r} not found; exported snapshots: "
                     f"{sorted(self.snapshots)}"
                 )
-        job = LocalJob(dag, config, member_count, self.batch_size, self.snapshots)
+        job = LocalJob(dag, config, member_count, self.batch_size, self.snapshots, self.max_restarts)
         if initial is None and config.initial_snapshot_name is not None:
             if job.store is None:
                 raise ValueError(

@@ -51,7 +51,9 @@ def make_collector(
     routing = edge.routing
     if routing is RoutingPolicy.PARTITIONED:
         assert targets.partition_to_consumer is not None and edge.key_fn is not None
-        return PartitionedCollector(queues, targets.partition_to_consumer, edge.key_fn, edge.partitioner)
+        return PartitionedCollector(
+            queues, targets.partition_to_consumer, edge.key_fn, edge.partitioner, edge=edge.name
+        )
     if routing is RoutingPolicy.BROADCAST:
         return BroadcastCollector(queues)
     if routing is RoutingPolicy.FANOUT and targets.consumers_by_member is not None:

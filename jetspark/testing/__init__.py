@@ -12,7 +12,8 @@ coalescing, snapshot rules) in several modes, and every mode must give the expec
   partition and `BroadcastKey` entries to every processor (something Jet's kit cannot test).
 
 Every call is checked: progress, cooperative call duration, nothing emitted from
-`snapshot_commit_finish`, the re-offer rule; every processor made is closed. A failure raises
+`snapshot_commit_finish` nor after `complete()` returned True (also from `close`), the re-offer
+rule; every processor made is closed. A failure raises
 `ProcessorVerificationError` whose message starts with the failure class (`FailureKind`), then
 names the mode and shows the input, the expected and actual output as a diff, and the last calls.
 

@@ -73,7 +73,6 @@ class Instance:
         self.inbox = ListInbox()
         self.coalescer = WatermarkCoalescer(input_count, f"{self.name} input")  # the harness may replace it
         self.cooperative = True
-        self.filled_once = False
         self.initialized = False
         self.completed = False
         self.closed = False

@@ -1,8 +1,8 @@
 """The harness: drives the processors of one mode through the contract, checking every call.
 
 It plays the tasklet's part (jetspark/engine/tasklet.py) one step at a time, synchronously, on
-the real `OutboxImpl`, `ListInbox` and `WatermarkCoalescer`: `try_process` before each batch after
-the first, `process` until the inbox is empty, `try_process_watermark` for each coalesced input
+the real `OutboxImpl`, `ListInbox` and `WatermarkCoalescer`: `try_process` whenever the inbox is
+empty (before each batch, the first too, and before `complete_edge`), `process` until the inbox is empty, `try_process_watermark` for each coalesced input
 watermark, `complete_edge` when an ordinal ends, `complete` until True; snapshots with
 `save_to_snapshot`, `snapshot_commit_prepare` and `snapshot_commit_finish(True)` (offers forbidden
 there, as the tasklet does); restore into fresh processors made by a new execution.
@@ -111,28 +111,38 @@ class Harness:
             inst.initialized = True
 
     def close(self, error: BaseException | None) -> None:
-        """Close every processor made and not yet closed, then end the execution."""
-        for inst in self.instances:
-            self._close(inst)
+        """Close every processor made and not yet closed, then end the execution. When the run
+        went well so far, an offer from `close()` is a violation (the engine fails the job: the
+        item would be lost), raised once everything is closed."""
+        broken = [message for inst in self.instances if (message := self._close(inst)) is not None]
         for processor in self.factory.discarded:
             _close_quietly(processor, self.log)
         self.factory.discarded.clear()
         self.factory.end_execution(error)
+        if broken and error is None:
+            raise Violation(FailureKind.CONTRACT, broken[0])
 
-    def _close(self, inst: Instance) -> None:
+    def _close(self, inst: Instance) -> str | None:
+        """Close one processor; the message of a broken contract (an offer from close()), if any."""
         if inst.closed:
-            return
+            return None
         inst.closed = True
         record = self._record(inst, "close", "")
         start = time.perf_counter()
+        broken = None
+        inst.outbox.seal("from close()")
         try:
             inst.processor.close()
             record.result = "done"
+        except ProcessorContractError as error:
+            record.result = f"raised {error}"
+            broken = f"{inst.name}: close(): {error}"
         except Exception as error:  # the engine logs and ignores it, so does the kit
             record.result = f"raised {type(error).__name__}: {error} (ignored, as the engine does)"
             self.log.warn(f"{inst.name}: close() raised {type(error).__name__}: {error}")
         record.seconds = time.perf_counter() - start
         self.log.finished(record)
+        return broken
 
     # ---- input ----------------------------------------------------------------------------
 
@@ -161,16 +171,15 @@ class Harness:
     def end_input(self, ordinal: int) -> None:
         self._inputs.queue_done(ordinal)
         for inst in self.instances:
+            self._until_true(inst, "try_process", inst.processor.try_process)
             self._until_true(inst, "complete_edge", inst.processor.complete_edge, ordinal)
             self._deliver(inst, inst.coalescer.queue_done(ordinal))
 
     def _process_batch(self, inst: Instance, ordinal: int, items: list[Any]) -> None:
         processor = inst.processor
-        if inst.filled_once:
-            self._until_true(inst, "try_process", processor.try_process)
+        self._until_true(inst, "try_process", processor.try_process)  # the inbox is empty now
         inbox = inst.inbox
         inbox.fill(items)
-        inst.filled_once = True
         if inst.coalescer.is_idle(ordinal):  # an item makes an idle edge active again
             inst.coalescer.observe_item(ordinal)
             self._inputs.observe_item(ordinal)
@@ -190,6 +199,7 @@ class Harness:
             if not inbox.is_empty() and inst.outbox_full():
                 inst.block(True)
                 try:
+                    inst.outbox.flush()  # ends the call, as the tasklet's flush does, moving nothing
                     self._invoke(
                         inst,
                         "process",
@@ -256,6 +266,7 @@ class Harness:
 
     def _completed(self, inst: Instance) -> None:
         inst.completed = True
+        inst.outbox.seal("after complete() returned True")  # as the tasklet does: its DONE went out
         if self._merge is not None:  # DONE reaches the downstream coalescer
             for ordinal, coalescer in enumerate(self._merge):
                 self._append_watermarks(ordinal, coalescer.queue_done(inst.position))

@@ -154,7 +154,10 @@ def run_mode(
     except Violation as error:
         violation = error
     finally:
-        harness.close(violation)
+        try:
+            harness.close(violation)
+        except Violation as error:  # raised only when the run had no violation before
+            violation = error
     mismatch = expectation.mismatch(mode, harness.outputs) if violation is None else None
     name = type(harness.made[0].processor).__name__ if harness.made else "processor"
     result = ModeResult(mode, harness.outputs, violation, mismatch, log.last(), harness.restores)

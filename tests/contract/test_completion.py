@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Sequence
+from typing import Any
+
 import pytest
 
-from tests.contract.conftest import EngineSettings
+from jetspark import processors as P
+from jetspark.core import DAG, AbstractProcessor, Edge
+from jetspark.core.errors import JobFailedError, ProcessorContractError
+from jetspark.engine.tasklet import State
+from jetspark.runners.local import LocalJob, LocalRunner
+from tests.contract.conftest import JOB_TIMEOUT, EngineSettings
 from tests.contract.harness import DONE, TaskletHarness
 from tests.contract.recording import Behaviour, Recorder, RecordingProcessor
 from tests.contract.scenarios import between_false_and_retry, numbered, two_sources_to_sink
@@ -142,3 +151,73 @@ def test_edge_without_producers_is_completed_in_its_priority_turn(
     ]
     assert events == expected
     assert sink.calls_of("complete")[-1].result is True
+
+
+class EmitsAfterCompletion(AbstractProcessor):
+    """A source: `complete()` offers `items` in one call and returns True however the offers went;
+    `close()` offers `from_close` if set."""
+
+    def __init__(self, items: Sequence[Any], from_close: Any = None) -> None:
+        self.items = items
+        self.from_close = from_close
+
+    def complete(self) -> bool:
+        for item in self.items:
+            if not self.outbox.offer(item):
+                break
+        return True
+
+    def close(self) -> None:
+        if self.from_close is not None:
+            self.outbox.offer(self.from_close)
+
+
+def source_to_collector(source: Any, batch_size: int = 1024) -> LocalJob:
+    dag = DAG()
+    emitter = dag.new_vertex("source", source, 1)
+    sink = dag.new_vertex("sink", P.collect(), 1)
+    dag.edge(Edge.between(emitter, sink))
+    return LocalRunner(1, batch_size).submit(dag)
+
+
+def assert_contract_error_naming_source(job: LocalJob, *fragments: str) -> None:
+    with pytest.raises(JobFailedError) as caught:
+        job.join(JOB_TIMEOUT)
+    assert caught.value.vertex == "source"
+    cause = caught.value.__cause__
+    assert isinstance(cause, ProcessorContractError), repr(cause)
+    assert "vertex 'source' processor #0" in str(cause)
+    for fragment in fragments:
+        assert fragment in str(cause)
+
+
+def test_offer_from_close_after_complete_returned_true_is_a_contract_error() -> None:
+    """Rule (complete): "After this method is called, no other processing methods are called on this
+    processor"; the end of its stream has gone downstream, so an item offered from close() would be
+    lost: the offer raises ProcessorContractError naming the processor, and the job fails."""
+    job = source_to_collector(functools.partial(EmitsAfterCompletion, ["a"], from_close="late"))
+    assert_contract_error_naming_source(job, "'late'", "close()")
+
+
+def test_offer_after_complete_returned_true_is_a_contract_error() -> None:
+    """Rule (complete): an offer after complete() returned True, for example from a thread of the
+    processor's own, raises ProcessorContractError naming the processor instead of returning True
+    and dropping the item."""
+    source = EmitsAfterCompletion(["a"])
+    harness = TaskletHarness(source, outbound=1)
+    harness.run(until=lambda: harness.tasklet.state is not State.COMPLETE)
+    assert harness.output() == ["a", DONE]
+    with pytest.raises(
+        ProcessorContractError, match=r"vertex 'v' processor #0: offered 'late' after complete\(\)"
+    ):
+        source.outbox.offer("late")
+    with pytest.raises(ProcessorContractError, match="after complete"):
+        source.outbox.offer_to(0, "late")
+
+
+def test_complete_returning_true_with_a_refused_offer_is_a_contract_error() -> None:
+    """Rule (complete / re-offer): after an offer returned False the processor must return False and
+    offer the same item again; complete() returning True instead would lose that item, so it is a
+    ProcessorContractError naming the processor and the item, and the job fails."""
+    job = source_to_collector(functools.partial(EmitsAfterCompletion, ["a", "b"]), batch_size=1)
+    assert_contract_error_naming_source(job, "complete() returned True", "'b'")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from jetspark import processors as P
+from jetspark.core import PartitioningError
 from jetspark.core.dag import DAG
 from jetspark.core.errors import JobFailedError
 from jetspark.runners.job import JobStatus
@@ -89,3 +91,45 @@ def test_exception_while_restoring_fails_job_naming_vertex_and_processor(
     recorder.generation = 1
     job.resume()
     assert_failed_naming_map(job, recorder, method)
+
+
+def key_of_or_fail(item: int) -> int:
+    """A key function that fails for item 5 (as user code does, for one bad record)."""
+    return 10 // (item - 5)
+
+
+def test_a_failing_key_function_fails_the_job_naming_the_edge_and_the_key_function(
+    engine: EngineSettings,
+) -> None:
+    """Rule (failures): an exception in a partitioned edge's key function names the edge (source
+    vertex and ordinal, destination vertex and ordinal), the key function and the item, chained to
+    the original error; not only the upstream processor, where the routing happens to run."""
+    dag = DAG()
+    source = dag.new_vertex("source", P.from_iterable(range(10)))
+    mapped = dag.new_vertex("map", P.map(lambda x: x))
+    sink = dag.new_vertex("sink", P.collect())
+    dag.edge(engine.edge(source, mapped))
+    dag.edge(engine.edge(mapped, sink).partitioned(key_of_or_fail))
+    with pytest.raises(JobFailedError) as caught:
+        engine.run(dag)
+    message = str(caught.value)
+    assert "edge map[0] -> sink[0]" in message, message
+    assert "key function tests.contract.test_failures.key_of_or_fail" in message, message
+    assert "ZeroDivisionError" in message and "item 5" in message, message
+    assert isinstance(caught.value.__cause__, PartitioningError)
+    assert isinstance(caught.value.__cause__.__cause__, ZeroDivisionError)
+
+
+def test_a_partitioner_that_cannot_place_a_key_names_the_edge_and_the_key(engine: EngineSettings) -> None:
+    """Rule (failures): the default partitioner refuses an unhashable key (a list); the error names
+    the edge, the key and the item."""
+    dag = DAG()
+    source = dag.new_vertex("source", P.from_iterable(range(10)))
+    sink = dag.new_vertex("sink", P.collect())
+    dag.edge(engine.edge(source, sink).partitioned(lambda item: [item]))
+    with pytest.raises(JobFailedError) as caught:
+        engine.run(dag)
+    message = str(caught.value)
+    assert "edge source[0] -> sink[0]" in message and "partitioner" in message, message
+    assert "unhashable type list" in message, message
+    assert isinstance(caught.value.__cause__, PartitioningError)

@@ -123,6 +123,8 @@ def test_inbox_batch_stops_at_a_special_item() -> None:
     harness.feed(0, 0, 1, 2, Watermark(5), 3, 4, DONE)
     harness.run()
     events = [(c.method, c.inbox if c.method == "process" else c.args) for c in sink.processing_calls()]
+    while events[0][0] == "try_process":  # called while the inbox is empty, before the first batch too
+        events.pop(0)
     assert events[:3] == [
         ("process", (1, 2)),
         ("try_process_watermark", (Watermark(5),)),
@@ -131,24 +133,30 @@ def test_inbox_batch_stops_at_a_special_item() -> None:
     assert ("process", (3, 4)) in events[3:]
 
 
-def test_try_process_only_when_inbox_exhausted_and_not_before_first_batch(
-    engine: EngineSettings, recorder: Recorder
-) -> None:
+def test_try_process_only_when_inbox_exhausted(engine: EngineSettings, recorder: Recorder) -> None:
     """Rule (tryProcess): "called periodically and only when the current batch of items in the inbox
-    has been exhausted"; jetspark (as Jet) skips it before the first inbox batch."""
+    has been exhausted"."""
     source = Behaviour(emit=numbered("a", 30), complete_when=lambda p: p.count("complete") > 30)
     engine.run(source_to_sink(engine, recorder, Behaviour(take=2, stall=1), source))
     called = 0
     for p in recorder.processors("sink"):
-        calls = p.processing_calls()
-        first_process = next((i for i, c in enumerate(calls) if c.method == "process"), len(calls))
-        assert all(c.method != "try_process" for c in calls[:first_process]), (
-            f"{p.label}: try_process before a batch"
-        )
         for call in p.calls_of("try_process"):
             called += 1
-            assert call.left == 0, f"{p.label}: try_process with {call.left} items in the inbox"
+            assert call.left in (None, 0), f"{p.label}: try_process with {call.left} items in the inbox"
     assert called, "try_process was never called"
+
+
+def test_try_process_called_while_the_inbox_is_empty_before_any_input() -> None:
+    """Rule (tryProcess): "called periodically ... It can be used to produce output in the absence of
+    input": called whenever the inbox is empty, also before any item arrived, so a processor can do
+    timed work before its first input (Jet's ProcessorTaskletTest.when_inboxEmpty_then_nullaryProcessCalled)."""
+    sink = RecordingProcessor("sink", Behaviour())
+    harness = TaskletHarness(sink, inbound=[(0, 1)])
+    harness.run(until=lambda: sink.count("try_process") >= 2, max_calls=50)
+    assert sink.count("process") == 0
+    harness.feed(0, 0, "x", DONE)
+    harness.run()
+    assert [c.inbox for c in sink.calls_of("process")] == [("x",)]
 
 
 def test_try_process_false_is_called_again_before_other_processing_methods(

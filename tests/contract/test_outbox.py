@@ -255,3 +255,33 @@ def test_items_offered_before_a_watermark_arrive_before_it(
         }
         expected = {(g, letter) for g in range(engine.member_count) for letter in letters}
         assert expected <= before, f"watermark {timestamp} overtook {sorted(expected - before)}"
+
+
+@pytest.mark.parametrize(
+    "again",
+    [
+        pytest.param(lambda o: o.offer("second"), id="same-item"),
+        pytest.param(lambda o: o.offer_to(0, "second"), id="same-item-to-its-ordinal"),
+    ],
+)
+def test_offer_again_in_the_same_call_after_a_refusal_raises_naming_the_processor(
+    recorder: Recorder, again: Callable[[Outbox], bool]
+) -> None:
+    """Rule (outbox, Jet's OutboxImplTest.when_batchSizeReachedAndOfferReturnedFalse_then_subsequentCallFails):
+    after an offer returned False the processor must return from the call; an offer in the same
+    call, even of the same item, raises ("offer() called again") instead of spinning in a loop the
+    outbox cannot end (nothing is flushed before the call returns)."""
+
+    def step(outbox: Outbox, call: int) -> bool:
+        assert outbox.offer("first")
+        assert not outbox.offer("second")
+        return again(outbox)
+
+    with pytest.raises(JobFailedError) as caught:
+        LocalRunner(1, batch_size=1).run(
+            single_source_dag(OfferingSource(step), recorder), timeout=JOB_TIMEOUT
+        )
+    cause = caught.value.__cause__
+    assert isinstance(cause, ProcessorContractError)
+    assert "vertex 'source' processor #0" in str(cause)
+    assert "called again in the same call after it returned False" in str(cause)

@@ -3,19 +3,27 @@ the job resumes with another parallelism or member count."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 from typing import Any
 
 import pytest
 
+from jetspark.core import AbstractProcessor, JobConfig, ProcessingGuarantee
 from jetspark.core.dag import DAG
+from jetspark.core.errors import JobFailedError, ProcessorContractError
 from jetspark.core.partitioner import default_partitioner
 from jetspark.core.watermark import BroadcastKey
 from jetspark.runners.job import JobStatus
-from jetspark.runners.local import LocalJob
+from jetspark.runners.local import LocalJob, LocalRunner
 from tests.contract.conftest import JOB_TIMEOUT, EngineSettings
 from tests.contract.recording import Behaviour, Recorder, RecordingProcessor
-from tests.contract.scenarios import EXACTLY_ONCE, between_false_and_retry, numbered, source_map_sink
+from tests.contract.scenarios import (
+    EXACTLY_ONCE,
+    between_false_and_retry,
+    numbered,
+    source_map_sink,
+)
 
 
 def state_entries(p: RecordingProcessor, keyed: int = 12) -> list[tuple[Any, Any]]:
@@ -175,3 +183,95 @@ def test_items_emitted_from_restore_from_snapshot_and_finish_snapshot_restore_ar
         assert any(c.left for p in maps for c in p.calls_of("restore_from_snapshot")), (
             "the outbox never pushed back on restore_from_snapshot"
         )
+
+
+class Label:
+    """A hashable snapshot key that can be changed in place (equality and hash follow `parts`)."""
+
+    def __init__(self, parts: list[Any]) -> None:
+        self.parts = parts
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Label) and self.parts == other.parts
+
+    def __hash__(self) -> int:
+        return hash(tuple(self.parts))
+
+    def __repr__(self) -> str:
+        return f"Label({self.parts!r})"
+
+
+class KeySaver(AbstractProcessor):
+    """A source that streams nothing until it was restored; `save_to_snapshot` offers the key that
+    `make_key` gives, then changes the key (or the value) in place, as Jet allows right after the
+    offer was accepted. Restored entries go to `restored`."""
+
+    def __init__(self, make_key: Any, restored: list[tuple[Any, Any]]) -> None:
+        self._make_key = make_key
+        self._restored = restored
+        self._was_restored = False
+
+    def init_processor(self, context: Any) -> None:
+        self.key = self._make_key(context.global_processor_index)
+        self.value = ["value", context.global_processor_index]
+
+    def complete(self) -> bool:
+        return self._was_restored
+
+    def save_to_snapshot(self) -> bool:
+        if not self.try_emit_to_snapshot(self.key, self.value):
+            return False
+        if isinstance(self.key, Label):
+            self.key.parts.append("changed after the offer")
+        self.value.append("changed after the offer")
+        return True
+
+    def restore_from_snapshot_entry(self, key: Any, value: Any) -> None:
+        self._restored.append((key, value))
+
+    def finish_snapshot_restore(self) -> bool:
+        self._was_restored = True
+        return True
+
+
+#: Only the terminal snapshot of suspend(): each processor offers its entry exactly once.
+TERMINAL_ONLY = JobConfig(
+    processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE, snapshot_interval_millis=600_000
+)
+
+
+def test_snapshot_key_and_value_are_restored_as_they_were_when_offered() -> None:
+    """Rule (saveToSnapshot, Jet's OutboxImpl.offerToSnapshot): the key and the value are serialized
+    when the offer is accepted, "so the caller can modify them right after"; a key changed in place
+    after `try_emit_to_snapshot` returned True comes back as it was offered (after suspend/resume,
+    also onto another member count)."""
+    restored: list[tuple[Any, Any]] = []
+    dag = DAG()
+    dag.new_vertex("saver", functools.partial(KeySaver, lambda index: Label(["key", index]), restored), 2)
+    job = LocalRunner(2).submit(dag, TERMINAL_ONLY)
+    job.suspend(JOB_TIMEOUT)
+    assert job.status is JobStatus.SUSPENDED
+    job.resume(member_count=3).join(JOB_TIMEOUT)
+    assert sorted(restored, key=repr) == sorted(
+        ((Label(["key", i]), ["value", i]) for i in range(4)), key=repr
+    )
+
+
+def test_unhashable_snapshot_key_is_refused_when_offered_naming_the_processor() -> None:
+    """Rule (offerToSnapshot): a snapshot key is routed on restore by its partition, so it must be
+    hashable like a dict key. A list key is a `ProcessorContractError` at the offer, naming the
+    processor, not a bare TypeError in a later `resume()` that leaves the job unrestorable."""
+    restored: list[tuple[Any, Any]] = []
+    dag = DAG()
+    dag.new_vertex("saver", functools.partial(KeySaver, lambda index: ["key", index], restored), 1)
+    job = LocalRunner(1).submit(dag, TERMINAL_ONLY)
+    with pytest.raises(ValueError, match="ended \\(failed\\) before it could be suspended"):
+        job.suspend(JOB_TIMEOUT)
+    assert job.status is JobStatus.FAILED
+    error = job.error
+    assert isinstance(error, JobFailedError) and error.vertex == "saver"
+    assert isinstance(error.__cause__, ProcessorContractError)
+    message = str(error.__cause__)
+    assert "vertex 'saver' processor #0" in message and "snapshot key ['key', 0]" in message
+    assert "unhashable type list" in message
+    assert restored == []

@@ -14,6 +14,7 @@ runner that ships suppliers to other processes may need
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -125,6 +126,26 @@ class IsolationCheckP(AbstractProcessor):
     def try_process_item(self, ordinal: int, item: Any) -> bool:
         context = self.context
         return self.try_emit((item, item % context.total_parallelism == context.global_processor_index))
+
+
+class NarrowingCheckP(AbstractProcessor):
+    """Behind an isolated edge from `from_iterable(range(n))` with `up_lp` processors per member to
+    fewer ones: the item at position x comes from upstream processor g = x % T (member g // up_lp,
+    local index g % up_lp), which must send only to the local processor (g % up_lp) % lp of its
+    own member; emits `(item, ok)`."""
+
+    def __init__(self, up_lp: int) -> None:
+        self.up_lp = up_lp
+
+    def try_process_item(self, ordinal: int, item: Any) -> bool:
+        context = self.context
+        producer = item % (self.up_lp * context.member_count)
+        member, local = divmod(producer, self.up_lp)
+        ok = (
+            member == context.member_index
+            and local % context.local_parallelism == context.local_processor_index
+        )
+        return self.try_emit((item, ok))
 
 
 class CountP(AbstractProcessor):
@@ -272,6 +293,23 @@ def isolated_edge(local_parallelism: int = -1, queue_size: int = DEFAULT_QUEUE_S
     return b.dag, {"sink": [(x, True) for x in range(N)]}
 
 
+def isolated_edge_to_fewer_processors(
+    local_parallelism: int = -1, queue_size: int = DEFAULT_QUEUE_SIZE
+) -> tuple[DAG, Expected]:
+    """An isolated edge from 2L + 1 processors per member to L (L = the local parallelism, at least
+    1): each upstream processor sends to exactly one downstream processor, upstream i to downstream
+    i % L of its member (Jet 4 and later)."""
+    b = _Builder(local_parallelism, queue_size)
+    down = max(local_parallelism, 1)
+    up = 2 * down + 1
+    source = b.dag.new_vertex("source", P.from_iterable(range(N)), up)
+    check = b.dag.new_vertex("check", functools.partial(NarrowingCheckP, up), down)
+    sink = b.vertex("sink", P.collect())
+    b.edge(source, check).isolated()
+    b.edge(check, sink)
+    return b.dag, {"sink": [(x, True) for x in range(N)]}
+
+
 def all_to_one_edge(
     local_parallelism: int = -1, queue_size: int = DEFAULT_QUEUE_SIZE
 ) -> tuple[DAG, Expected]:
@@ -294,5 +332,6 @@ SHAPES: dict[str, Shape] = {
     "broadcast_edge": broadcast_edge,
     "fanout_edge": fanout_edge,
     "isolated_edge": isolated_edge,
+    "isolated_edge_to_fewer_processors": isolated_edge_to_fewer_processors,
     "all_to_one_edge": all_to_one_edge,
 }

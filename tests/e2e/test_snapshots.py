@@ -143,27 +143,3 @@ def test_suspend_refuses_a_job_that_already_ended() -> None:
     with pytest.raises(ValueError, match="only a running job can be suspended"):
         job.suspend()
     assert job.status is JobStatus.COMPLETED
-
-
-def test_restartable_error_without_a_guarantee_fails_the_job() -> None:
-    """With processing guarantee NONE there is no snapshot to restart from: RestartableError fails
-    the job like any other error (JobFailedError chained to it)."""
-    from jetspark import processors as P
-    from jetspark.core import DAG, Edge, RestartableError
-    from jetspark.core.errors import JobFailedError
-
-    def explode(x: int) -> int:
-        if x == 5:
-            raise RestartableError("transient")
-        return x
-
-    dag = DAG()
-    source = dag.new_vertex("source", P.from_iterable(range(10)))
-    mapped = dag.new_vertex("map", P.map(explode))
-    dag.edge(Edge.between(source, mapped))
-    job = LocalRunner().submit(dag, JobConfig())
-    with pytest.raises(JobFailedError) as caught:
-        job.join(30)
-    assert isinstance(caught.value.__cause__, RestartableError)
-    assert caught.value.vertex == "map"
-    assert job.status is JobStatus.FAILED

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import os
 import threading
 import time
 from pathlib import Path
@@ -13,9 +15,16 @@ from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.config import JobConfig
 from jetspark.core.dag import DAG
 from jetspark.core.edge import Edge
-from jetspark.core.errors import DagValidationError, JobCancelledError, JobFailedError
+from jetspark.core.errors import (
+    DagValidationError,
+    JobCancelledError,
+    JobFailedError,
+    PartitioningError,
+    RestartableError,
+)
 from jetspark.core.partitioner import default_partitioner
-from jetspark.processors import files
+from jetspark.processors import collect, files, from_iterable
+from jetspark.processors import map as map_p
 from jetspark.runners.job import JobStatus
 from jetspark.runners.output import LATE_SWEEP_SECONDS
 from jetspark.runners.spark import SparkRunner
@@ -159,3 +168,91 @@ def test_a_source_holding_too_much_data_is_refused_at_submit_with_advice(spark: 
     plan = build_plan(big, JobConfig(), 2)
     with pytest.raises(DagValidationError, match=r"vertex 'numbers': its suppliers pickle to .*from_rdd"):
         check_picklable(plan, JobConfig(), max_supplier_bytes=1 << 20)
+
+
+def fail_once(marker: str, at: int, x: int) -> int:
+    """Raise RestartableError at item `at` in the first run only: the first task to get there
+    creates `marker` (atomically, across Python workers) and raises."""
+    if x == at:
+        try:
+            os.close(os.open(marker, os.O_CREAT | os.O_EXCL))
+        except FileExistsError:
+            return x
+        raise RestartableError(f"transient failure at {x}")
+    return x
+
+
+def restart_dag(step: Any, out: Path, count: int = 200) -> DAG:
+    """from_iterable(range(count)) -> (distributed) map(step) -> a collecting sink and a files sink."""
+    dag = DAG()
+    source = dag.new_vertex("source", from_iterable(range(count)))
+    mapped = dag.new_vertex("map", map_p(step))
+    dag.edge(Edge.between(source, mapped).distributed())
+    dag.edge(Edge.from_(mapped, 0).to(dag.new_vertex("sink", collect())))
+    dag.edge(Edge.from_(mapped, 1).to(dag.new_vertex("files", files(str(out)))))
+    return dag
+
+
+def test_restartable_error_in_a_batch_job_runs_it_again_from_the_beginning(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Jet (ExecutionLifecycle_RestartableExceptionTest.when_inProcessorProcess_then_jobRestarted):
+    a job without a processing guarantee that raises RestartableError runs again from the
+    beginning (new RDDs: no stage output of the failed run is reused); the collecting sink and the
+    `files` output hold every item once (each run stages its own files, the driver commits the
+    successful run's)."""
+    out = tmp_path / "out"
+    step = functools.partial(fail_once, str(tmp_path / "raised"), 150)
+    job = SparkRunner(spark, restart_backoff=0.0).run(
+        restart_dag(step, out), JobConfig(member_count=2), timeout=180
+    )
+    assert (tmp_path / "raised").exists() and job.restarts == 1
+    assert sorted(job.result("sink")) == list(range(200))
+    lines = [int(line) for f in out.glob("files-*.txt") for line in f.read_text().split()]
+    assert sorted(lines) == list(range(200))
+    assert (out / "_SUCCESS").exists()
+    wait_until(lambda: not (out / "_temporary").exists(), timeout=30)
+    assert active_jobs(spark) == []
+
+
+def always_restartable(x: int) -> int:
+    if x == 5:
+        raise RestartableError("still broken")
+    return x
+
+
+def test_a_batch_job_raising_restartable_error_every_time_fails_after_max_restarts(
+    spark: Any, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    runner = SparkRunner(spark, max_restarts=1, restart_backoff=0.0)
+    job = runner.submit(restart_dag(always_restartable, out), JobConfig(member_count=2))
+    with pytest.raises(JobFailedError) as raised:
+        job.join(180)
+    assert isinstance(raised.value.__cause__, RestartableError)
+    assert raised.value.vertex == "map"
+    assert "restarted 1 times" in str(raised.value)
+    assert job.status is JobStatus.FAILED and job.restarts == 1
+    assert not (out / "_SUCCESS").exists() and not list(out.glob("files-*.txt"))
+    assert active_jobs(spark) == []
+
+
+def key_of_or_fail(item: int) -> int:
+    return 10 // (item - 5)
+
+
+def test_a_failing_key_function_names_the_edge_on_spark(spark: Any) -> None:
+    """The error of a partitioned edge's key function reaches the driver naming the edge and the
+    key function, chained to a PartitioningError whose cause is the original error."""
+    dag = DAG()
+    source = dag.new_vertex("source", from_iterable(range(10)))
+    sink = dag.new_vertex("sink", collect())
+    dag.edge(Edge.between(source, sink).partitioned(key_of_or_fail).distributed())
+    job = SparkRunner(spark).submit(dag, JobConfig(member_count=2))
+    with pytest.raises(JobFailedError) as raised:
+        job.join(120)
+    message = str(raised.value)
+    assert "edge source[0] -> sink[0]: key function" in message and "key_of_or_fail" in message, message
+    assert "ZeroDivisionError" in message and "item 5" in message, message
+    assert isinstance(raised.value.__cause__, PartitioningError)
+    assert active_jobs(spark) == []

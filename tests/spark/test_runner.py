@@ -101,3 +101,12 @@ def test_a_local_edge_cut_to_break_a_cycle_stays_on_its_member(spark: Any) -> No
         if ordinal == 0:
             assert item[1] % 4 // 2 == index // 2, (item, index)
     assert job.metrics() == local.metrics()
+
+
+@pytest.mark.parametrize(("count", "error"), [(0, ValueError), (2.5, TypeError), (True, TypeError)])
+def test_member_count_is_checked_by_the_spark_runner_as_by_the_job_config(
+    count: object, error: type[Exception]
+) -> None:
+    """No Spark needed: the runner refuses at construction what JobConfig refuses."""
+    with pytest.raises(error, match=r"SparkRunner: member_count must be an int >= 1"):
+        SparkRunner(member_count=count)  # type: ignore[arg-type]

@@ -299,3 +299,19 @@ def test_the_traverser_helper_used_by_the_examples_is_correct() -> None:
         [("a", 2), ("b", 1), ("c", 1)], any_order=True
     )
     assert list(iter(traverse_iterable([1]).next, None)) == [1]
+
+
+# ---- emits after its end -------------------------------------------------------------------
+
+
+class EmittingFromClose(Dedup):
+    """Offers a summary from close(): after complete() returned True, so it would be lost."""
+
+    def close(self) -> None:
+        self.outbox.offer("summary")
+
+
+def test_emitting_from_close_is_caught() -> None:
+    error = failure_of(lambda: verify_processor(EmittingFromClose).input([1, 2]).expect_output([1, 2]))
+    assert_names_class(error, FailureKind.CONTRACT)
+    assert "close(): " in str(error) and "offered 'summary' from close()" in str(error)

@@ -212,3 +212,28 @@ def test_processors_made_before_a_supplier_failure_are_closed() -> None:
         verify_processor(SecondMemberFails()).input([1]).partitioned_input(lambda x: x).expect_output([1])
     assert Tracked.instances
     assert all(instance.calls.count("close") == 1 for instance in Tracked.instances)
+
+
+class Ticker(AbstractProcessor):
+    """Emits "tick" from its first try_process() call: output without input, as a timer would."""
+
+    def __init__(self) -> None:
+        self.ticked = False
+
+    def try_process(self) -> bool:
+        if not self.ticked:
+            self.ticked = self.try_emit("tick")
+            return self.ticked
+        return True
+
+    def try_process_item(self, ordinal: int, item: Any) -> bool:
+        return self.try_emit(item)
+
+
+def test_try_process_is_called_while_the_inbox_is_empty_before_any_input() -> None:
+    """As the engine does (Jet calls tryProcess whenever the inbox is empty): a processor with an
+    inbound edge that never gets an item still gets try_process() calls."""
+    verify_processor(Ticker).disable_snapshots().disable_redistribution().input([]).expect_output(["tick"])
+    verify_processor(Ticker).disable_snapshots().disable_redistribution().input([1, 2]).expect_output(
+        ["tick", 1, 2]
+    )

@@ -12,6 +12,11 @@ On submit the driver (the coordinator) validates the DAG, builds the execution p
 Every task runs `task.run_stage_task`. A stage's result items and metrics ride with its records to
 its first downstream stage, so each stage's RDD is read once (a stage with several downstream
 stages is persisted); one action, `collect` on the union of the terminal stages, runs the job.
+
+A processor's `RestartableError` fails that Spark job; the driver then runs the job again from the
+beginning on new RDDs (so Spark reuses no shuffle output of the failed run), up to the runner's
+`max_restarts` times. Only the successful run's records reach the driver, so collected items,
+metrics and the `files` sinks' reported (and then committed) files are that run's alone.
 """
 
 from __future__ import annotations
@@ -21,11 +26,12 @@ import logging
 import threading
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeGuard
 
-from jetspark.core.config import JobConfig, ProcessingGuarantee
+from jetspark.core.config import JobConfig, ProcessingGuarantee, checked_count
 from jetspark.core.dag import DAG
-from jetspark.core.errors import JobFailedError
+from jetspark.core.errors import JobFailedError, RestartableError
 from jetspark.engine.outbox import DEFAULT_BATCH_SIZE
 from jetspark.planning.fusion import fuse_stateless_steps
 from jetspark.planning.plan import ExecutionPlan, build_plan
@@ -73,6 +79,9 @@ class SparkJob(JobHandle):
         final_rdd: Any,
         persisted: list[Any],
         committer: OutputCommitter,
+        rebuild: Callable[[], tuple[Any, list[Any]]] | None = None,
+        max_restarts: int = 0,
+        backoff: float = 0.5,
     ) -> None:
         super().__init__()
         self.spark = spark
@@ -87,6 +96,12 @@ class SparkJob(JobHandle):
         self._final_rdd = final_rdd
         self._persisted = persisted
         self._committer = committer
+        #: Builds the job's RDDs anew, for a run from the beginning after a RestartableError.
+        self._rebuild = rebuild
+        self.max_restarts = max_restarts
+        self.backoff = backoff
+        #: Runs from the beginning after a RestartableError so far.
+        self.restarts = 0
         #: Set (under the lock) once the job's output is being committed: too late to cancel.
         self._committing = False
         self._results: dict[str, list[Any]] = {}
@@ -144,11 +159,8 @@ class SparkJob(JobHandle):
         error: BaseException | None = None
         try:
             sc.setJobGroup(self.group, f"jetspark job {self.name} ({self.job_id})", interruptOnCancel=True)
-            with self._lock:
-                cancelled = self.status is JobStatus.CANCELLED
-            if not cancelled:
-                with call_site(sc, self._final_rdd.name()):
-                    records = self._final_rdd.collect()
+            records = self._collect(sc)
+            if records is not None:
                 staged = self._absorb(records)
                 with self._lock:
                     self._committing = self.status is not JobStatus.CANCELLED
@@ -158,11 +170,7 @@ class SparkJob(JobHandle):
         except BaseException as failure:
             error = self._translate(failure)
         finally:
-            for rdd in self._persisted:
-                try:
-                    rdd.unpersist(blocking=False)
-                except Exception:
-                    _log.debug("unpersist failed", exc_info=True)
+            self._unpersist()
             with self._lock:
                 if self.status is not JobStatus.CANCELLED:
                     if error is not None:
@@ -176,6 +184,41 @@ class SparkJob(JobHandle):
             if not self._committing:
                 self._committer.abort()
             self._finished.set()
+
+    def _collect(self, sc: Any) -> list[Record] | None:
+        """Run the Spark job; after a RestartableError run it again from the beginning, at most
+        `max_restarts` times. None when the job was cancelled first."""
+        while True:
+            with self._lock:
+                if self.status is JobStatus.CANCELLED:
+                    return None
+            try:
+                with call_site(sc, self._final_rdd.name()):
+                    records: list[Record] = self._final_rdd.collect()
+                return records
+            except BaseException as failure:
+                error = self._translate(failure)
+            # raised here, out of the except block: the Spark error is not chained a second time
+            if self._rebuild is None or not _restartable(error) or self.status is not JobStatus.RUNNING:
+                raise error
+            if self.restarts >= self.max_restarts:
+                raise _gave_up(error, self.restarts)
+            self.restarts += 1
+            delay = min(self.backoff * 2 ** (self.restarts - 1), 30.0)
+            _log.warning(
+                "job %r: %s; restart %d from the beginning in %.1f s", self.name, error, self.restarts, delay
+            )
+            self._unpersist()
+            time.sleep(delay)
+            self._final_rdd, self._persisted = self._rebuild()
+
+    def _unpersist(self) -> None:
+        for rdd in self._persisted:
+            try:
+                rdd.unpersist(blocking=False)
+            except Exception:
+                _log.debug("unpersist failed", exc_info=True)
+        self._persisted = []
 
     def _cancel_leftovers(self, sc: Any) -> None:
         """Spark aborts a failed job itself; make sure nothing of this job's group keeps running."""
@@ -240,9 +283,13 @@ class SparkRunner:
         max_restarts: int = 5,
         restart_backoff: float = 0.5,
     ) -> None:
-        """`max_restarts`: aborted epochs in a row before a job with a guarantee fails;
-        `restart_backoff`: the first wait before running an aborted epoch again (it doubles)."""
+        """`max_restarts`: aborted epochs in a row before a job with a guarantee fails, and runs
+        from the beginning after a `RestartableError` before a job without one fails;
+        `restart_backoff`: the first wait before running an aborted epoch (or a batch job) again
+        (it doubles)."""
         self._spark = spark_session
+        if member_count is not None:  # the same rule as JobConfig.member_count
+            member_count = checked_count(member_count, "SparkRunner: member_count")
         self.member_count = member_count
         self.batch_size = batch_size
         self.record_items = record_items
@@ -303,7 +350,19 @@ class SparkRunner:
         final_rdd, persisted = self._build_rdds(sc, name, spec_bytes, dag, plan, stages)
         committer = OutputCommitter.of(job_id, dag)
         committer.prepare()
-        return SparkJob(spark, dag, config, plan, stages, final_rdd, persisted, committer).start()
+        return SparkJob(
+            spark,
+            dag,
+            config,
+            plan,
+            stages,
+            final_rdd,
+            persisted,
+            committer,
+            rebuild=lambda: self._build_rdds(sc, name, spec_bytes, dag, plan, stages),
+            max_restarts=self.max_restarts,
+            backoff=self.restart_backoff,
+        ).start()
 
     def _open_store(
         self, dag: DAG, config: JobConfig, job_id: str
@@ -413,3 +472,21 @@ class SparkRunner:
             final = outputs[terminal[0]] if len(terminal) == 1 else sc.union([outputs[t] for t in terminal])
         final.setName(f"jetspark {name}: {', '.join(describe(t) for t in terminal)} -> driver")
         return final, persisted
+
+
+def _restartable(error: BaseException) -> TypeGuard[JobFailedError]:
+    """The job failed because a processor asked for a restart (`RestartableError`)."""
+    return isinstance(error, JobFailedError) and isinstance(error.__cause__, RestartableError)
+
+
+def _gave_up(error: JobFailedError, restarts: int) -> JobFailedError:
+    """The failure of a batch job that raised RestartableError again after `restarts` restarts."""
+    failed = JobFailedError(
+        f"{error} (restarted {restarts} times; giving up)",
+        vertex=error.vertex,
+        processor_index=error.processor_index,
+    )
+    failed.__cause__ = error.__cause__
+    if hasattr(error, "remote_traceback"):
+        failed.remote_traceback = error.remote_traceback  # type: ignore[attr-defined]
+    return failed

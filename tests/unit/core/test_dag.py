@@ -58,6 +58,32 @@ def test_bad_local_parallelism(parallelism: int) -> None:
     assert vertex.local_parallelism == -1
 
 
+@pytest.mark.parametrize("parallelism", [2.5, "2", True, False, 2.0, None])
+def test_local_parallelism_must_be_an_int_naming_the_vertex(parallelism: object) -> None:
+    """Rule (DAG build time): a local parallelism of another type than int (bool is no count) is
+    refused when the vertex is made or changed, naming the vertex, not later inside the supplier."""
+    with pytest.raises(TypeError, match=r"vertex 'v': local parallelism must be an int"):
+        Vertex("v", Noop, parallelism)  # type: ignore[arg-type]
+    vertex = Vertex("w", Noop)
+    with pytest.raises(TypeError, match=r"vertex 'w': local parallelism must be an int"):
+        vertex.with_local_parallelism(parallelism)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"vertex 'w': local parallelism must be an int"):
+        vertex.local_parallelism = parallelism  # type: ignore[assignment]
+    assert vertex.local_parallelism == -1
+
+
+@pytest.mark.parametrize("parallelism", [0, -2])
+def test_local_parallelism_assigned_after_creation_is_validated(parallelism: int) -> None:
+    """Rule: `vertex.local_parallelism = 0` set after the vertex was made is refused at once, naming
+    the vertex, instead of a job that runs no processor of it and silently yields nothing."""
+    vertex = Vertex("w", Noop, 2)
+    with raises_naming("'w'", "local parallelism", str(parallelism)):
+        vertex.local_parallelism = parallelism
+    assert vertex.local_parallelism == 2
+    vertex.local_parallelism = 3
+    assert vertex.local_parallelism == 3
+
+
 def test_good_local_parallelism() -> None:
     assert Vertex("v", Noop, 4).local_parallelism == 4
     assert Vertex("v", Noop).with_local_parallelism(2).local_parallelism == 2
@@ -97,6 +123,21 @@ def test_duplicate_inbound_ordinal() -> None:
     dag.edge(Edge.between(a, c))
     with raises_naming("inbound ordinal 0", "'c'", "b[0] -> c[0]"):
         dag.edge(Edge.between(b, c))
+
+
+def test_duplicate_zero_dest_ordinal_error_advises_from_to() -> None:
+    """Jet's DAGTest.when_duplicateZeroDestOrdinal_then_errorAdvisesFromTo: Edge.between() always
+    takes ordinal 0, so the error says how to pick another one, with the next free ordinal."""
+    dag, (a, b, c) = dag_of("a", "b", "c")
+    dag.edge(Edge.between(a, c))
+    with raises_naming("Edge.from_(b, 0).to(c, 1)", "Edge.between() uses ordinal 0"):
+        dag.edge(Edge.between(b, c))
+    with raises_naming("outbound ordinal 0", "Edge.from_(a, 1).to(b, 0)"):
+        dag.edge(Edge.between(a, b))
+    spaced = dag.new_vertex("my sink", Noop)
+    dag.edge(Edge.between(b, spaced))
+    with raises_naming("Edge.from_(c, 0).to(dag.get_vertex('my sink'), 1)"):
+        dag.edge(Edge.between(c, spaced))
 
 
 def test_distinct_ordinals_are_accepted() -> None:

@@ -54,6 +54,51 @@ def test_an_offer_past_the_batch_size_is_rejected() -> None:
     assert drain(queue) == [1, 2, 3]
 
 
+def test_offer_again_in_the_same_call_after_a_refusal_fails() -> None:
+    """Jet's OutboxImplTest.when_batchSizeReachedAndOfferReturnedFalse_then_subsequentCallFails: the
+    same item too; the next call (after the flush that ends this one) may offer it again."""
+    outbox, (queue,) = outbox_to([10], batch_size=3)
+    assert outbox.offer(1) and outbox.offer(2) and outbox.offer(3)
+    assert not outbox.offer(4)
+    with pytest.raises(
+        ProcessorContractError, match=r"#3: offer\(\) called again in the same call after it returned False"
+    ):
+        outbox.offer(4)
+    with pytest.raises(ProcessorContractError, match="called again"):
+        outbox.offer_to(0, 4)
+    outbox.flush()
+    assert outbox.offer(4)
+    outbox.flush()
+    assert drain(queue) == [1, 2, 3, 4]
+
+
+def test_snapshot_offer_again_in_the_same_call_after_a_refusal_fails() -> None:
+    entries: list[SnapshotEntry] = []
+    outbox, _ = outbox_to([10], batch_size=2, snapshot_sink=entries.extend)
+    outbox.allow_snapshot_offers("save_to_snapshot")
+    assert outbox.offer_to_snapshot("a", 1) and outbox.offer_to_snapshot("b", 2)
+    assert not outbox.offer_to_snapshot("c", 3)
+    with pytest.raises(ProcessorContractError, match="called again in the same call"):
+        outbox.offer_to_snapshot("c", 3)
+    outbox.flush()
+    assert outbox.offer_to_snapshot("c", 3)
+    outbox.flush()
+    assert decode_entries(entries) == [("a", 1), ("b", 2), ("c", 3)]
+
+
+def test_a_blocked_or_batch_refusal_leaves_later_offers_in_the_call_allowed() -> None:
+    """Only a refusal that leaves an unfinished item ends the call: `offer_batch` (all or nothing)
+    and the blocked outbox of a snapshot between complete() calls leave nothing unfinished."""
+    outbox, _ = outbox_to([10], batch_size=3)
+    assert not outbox.offer_batch([1, 2, 3, 4])
+    assert outbox.offer(1)
+    outbox.block(True)
+    assert not outbox.offer(2)
+    assert not outbox.offer(2)
+    outbox.block(False)
+    assert outbox.offer(2)
+
+
 def test_the_default_batch_size() -> None:
     outbox = OutboxImpl([UnicastCollector([BoundedQueue(10_000)])], OWNER)
     accepted = 0
@@ -92,6 +137,7 @@ def test_after_a_rejection_a_different_item_is_a_contract_error(capacities: list
     outbox, _ = outbox_to(capacities, batch_size=1)
     assert outbox.offer("first")
     assert not outbox.offer("second")
+    outbox.flush()  # the call ends; the next one must offer "second" first
     with pytest.raises(ProcessorContractError, match=r"vertex 'v' processor #3.*'third'.*'second'"):
         outbox.offer("third")
 
@@ -110,6 +156,7 @@ def test_after_a_rejection_other_ordinals_are_a_contract_error() -> None:
     outbox, _ = outbox_to([10, 10], batch_size=1)
     assert outbox.offer_to(0, "a")
     assert not outbox.offer_to(0, "b")
+    outbox.flush()
     with pytest.raises(ProcessorContractError, match="same ordinals"):
         outbox.offer_to(1, "b")
     with pytest.raises(ProcessorContractError):
@@ -121,7 +168,8 @@ def test_after_a_rejection_a_snapshot_offer_is_a_contract_error() -> None:
     outbox.allow_snapshot_offers("save_to_snapshot")
     assert outbox.offer("a")
     assert not outbox.offer("b")
-    with pytest.raises(ProcessorContractError):
+    outbox.flush()
+    with pytest.raises(ProcessorContractError, match="same item must be offered again"):
         outbox.offer_to_snapshot("k", "v")
 
 
@@ -297,6 +345,7 @@ def test_a_watermark_waits_while_the_buffer_cannot_be_flushed() -> None:
     assert not outbox.offer(Watermark(5))  # 2 cannot go out: the watermark may not pass it
     assert outbox.has_unfinished_item()
     assert drain(queue) == [1]
+    outbox.flush()  # the next call: 2 goes out first
     assert outbox.offer(Watermark(5))
     assert drain(queue) == [2, Watermark(5)]
 
@@ -306,6 +355,7 @@ def test_a_watermark_retry_does_not_duplicate_it_on_ordinals_that_took_it() -> N
     assert outbox.offer_to(1, "x") and outbox.offer_to(1, "y")
     assert not outbox.offer(Watermark(3))  # ordinal 0 took it, ordinal 1 is blocked behind "y"
     assert drain(queues[1]) == ["x"]
+    outbox.flush()
     assert outbox.offer(Watermark(3))
     assert drain(queues[0]) == [Watermark(3)]
     assert drain(queues[1]) == ["y", Watermark(3)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from jetspark.core.errors import PartitioningError
 from jetspark.core.partitioner import default_partitioner
 from jetspark.engine import routing
 from jetspark.engine.queue import BoundedQueue
@@ -80,5 +81,21 @@ def test_a_full_queue_stops_the_chunk_at_the_first_item_it_cannot_take() -> None
 
 def test_an_unhashable_key_fails_with_the_partitioners_message() -> None:
     routed, _ = collector()
-    with pytest.raises(TypeError, match="unhashable"):
-        routed.offer_items([["a", "list"]])
+    with pytest.raises(PartitioningError, match="unhashable") as caught:
+        routed.offer_items(["fine", ["a", "list"]])
+    assert isinstance(caught.value.__cause__, TypeError)
+
+
+def test_a_failing_key_function_is_named_with_the_item_also_on_the_batched_path() -> None:
+    queues = [BoundedQueue(100) for _ in range(2)]
+
+    def first_letter(word: str) -> str:
+        return word[0]
+
+    routed = PartitionedCollector(
+        queues, [p % 2 for p in range(PARTITIONS)], first_letter, default_partitioner, "a[0] -> b[0]"
+    )
+    with pytest.raises(
+        PartitioningError, match=r"edge a\[0\] -> b\[0\]: key function .*first_letter raised IndexError.*''"
+    ):
+        routed.offer_items(["ok", "fine", ""])

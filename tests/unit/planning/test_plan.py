@@ -175,12 +175,17 @@ def test_an_isolated_edge_pairs_processors() -> None:
     assert plan.producers_of(plan.edge_def(edge), (0, 3)) == [(0, 1)]
 
 
-def test_an_isolated_edge_needs_enough_consumers() -> None:
-    dag, _ = two_vertices("isolated", up_lp=3, down_lp=2)
-    with pytest.raises(
-        DagValidationError, match=r"edge up\[0\] -> down\[0\]: an isolated edge.*\(2\).*\(3\)"
-    ):
-        build_plan(dag, JobConfig(), 1)
+def test_an_isolated_edge_to_fewer_processors_sends_each_upstream_to_one_downstream() -> None:
+    """Jet 4 and later: with more upstream than downstream processors, upstream i sends to
+    downstream i % downstream count of its own member, and to no other."""
+    dag, edge = two_vertices("isolated", up_lp=5, down_lp=2)
+    plan = build_plan(dag, JobConfig(), 2)
+    definition = plan.edge_def(edge)
+    for member in range(2):
+        for local in range(5):
+            assert plan.consumers_of(definition, (member, local)).consumers == [(member, local % 2)]
+    assert plan.producers_of(definition, (1, 0)) == [(1, 0), (1, 2), (1, 4)]
+    assert plan.producers_of(definition, (1, 1)) == [(1, 1), (1, 3)]
 
 
 def test_a_fanout_edge_groups_consumers_by_member() -> None:
