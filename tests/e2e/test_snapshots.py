@@ -105,7 +105,8 @@ def failing_once(state: dict[str, Any], at: int = COUNT // 2) -> Callable[[int],
     def fail_once(x: int) -> int:
         if not state["failed"] and x >= at:
             state["failed"] = True
-            state["snapshot_at_failure"] = state["job"].last_snapshot.snapshot_id
+            last = state["job"].last_snapshot
+            state["snapshot_at_failure"] = -1 if last is None else last.snapshot_id
             raise RestartableError(f"injected failure at item {x}")
         return x
 
