@@ -70,12 +70,16 @@ def streaming_dag(
     rate: float | None = None,
     dsn: str | None = None,
     step: Any = None,
+    source: Any = None,
 ) -> DAG:
     """generator -> counts (partitioned by key) -> files sink [and postgres sink]. `step` (for
-    fault-injection tests) maps each item before it is counted."""
+    fault-injection tests) maps each item before it is counted; `source` (for tests that hold the
+    stream at a point) is a supplier that replaces the generator, `count`, `rate` and `step`."""
     dag = DAG()
-    fn = step if step is not None else (lambda seq: seq)
-    source = dag.new_vertex("source", generator_stream(count=count, items_per_second=rate, fn=fn))
+    if source is None:
+        fn = step if step is not None else (lambda seq: seq)
+        source = generator_stream(count=count, items_per_second=rate, fn=fn)
+    source = dag.new_vertex("source", source)
     counts = dag.new_vertex("counts", RunningCount)
     dag.edge(Edge.between(source, counts).partitioned(key_of).distributed())
     files = dag.new_vertex("files", transactional_files(out, format_row))

@@ -4,6 +4,7 @@ called, what they may emit, and the exactly-once cut they produce."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +12,7 @@ from jetspark.core.config import JobConfig
 from jetspark.core.dag import DAG
 from jetspark.core.errors import JobFailedError, ProcessorContractError
 from jetspark.engine.special import SnapshotBarrier
+from jetspark.runners.job import JobStatus
 from tests.contract.conftest import JOB_TIMEOUT, EngineSettings
 from tests.contract.harness import DONE, TaskletHarness
 from tests.contract.recording import PROCESSING_METHODS, Behaviour, Recorder, RecordingProcessor
@@ -22,7 +24,9 @@ from tests.contract.scenarios import (
     numbered,
     one_item_per_snapshot,
     source_map_sink,
+    wait_for,
 )
+from tests.gates import Gate, gated_stream
 
 
 def streaming_source(count: int = 8, snapshots: int = 8) -> Behaviour:
@@ -313,14 +317,15 @@ def _tag(tag: str) -> Callable[[int], tuple[str, int]]:
     return lambda seq: (tag, seq)
 
 
-def prioritised_join(engine: EngineSettings) -> DAG:
-    """'build' (priority 0, drained first) and 'probe' (priority 1) into one collecting vertex."""
+def prioritised_join(engine: EngineSettings, gate: Gate) -> DAG:
+    """'build' (priority 0, drained first) and 'probe' (priority 1) into one collecting vertex; the
+    probe side waits half-way at `gate`, so the job cannot end before the test opens it."""
     from jetspark import processors as P
     from jetspark.core.edge import Edge
 
     dag = DAG()
     build = dag.new_vertex("build", P.generator_stream(count=300, items_per_second=3000, fn=_tag("b")))
-    probe = dag.new_vertex("probe", P.generator_stream(count=300, items_per_second=3000, fn=_tag("p")))
+    probe = dag.new_vertex("probe", gated_stream(gate, count=300, items_per_second=3000, fn=_tag("p")))
     sink = dag.new_vertex("sink", P.collect())
     dag.edge(Edge.from_(build).to(sink, 0).with_priority(0))
     dag.edge(Edge.from_(probe).to(sink, 1).with_priority(1))
@@ -333,25 +338,31 @@ def expected_join_output() -> list[tuple[str, int]]:
 
 @GUARANTEES
 def test_snapshots_wait_until_lower_priority_edges_are_done(
-    engine: EngineSettings, config: JobConfig
+    engine: EngineSettings, config: JobConfig, tmp_path: Path
 ) -> None:
     """Rule (priorities x snapshots): a barrier cannot pass a vertex while its lower-priority edges
     are live (their streams are drained to the end first), so snapshots wait until every vertex
     upstream of such an edge has finished, as in Jet. Without that the job would hang."""
-    job = engine.submit(prioritised_join(engine), config)
+    gate = Gate(tmp_path / "gate", hold_at=150)
+    job = engine.submit(prioritised_join(engine, gate), config)
+    wait_for(lambda: job.snapshot_count >= 1, "snapshots resume once the build side is done")
+    gate.open()
     job.join(JOB_TIMEOUT)
     assert sorted(job.result("sink")) == expected_join_output()
-    assert job.snapshot_count >= 1, "snapshots resume once the build side is done"
     build_done_first = [item for item in job.result("sink") if item[0] == "b"]
     assert len(build_done_first) == 300
 
 
 def test_suspend_with_priorities_waits_for_the_lower_priority_side_then_resumes_exactly(
-    engine: EngineSettings,
+    engine: EngineSettings, tmp_path: Path
 ) -> None:
     """Rule (priorities x terminal snapshot): suspend() is honoured once the lower-priority inputs
     are done; resume() then delivers every remaining item exactly once."""
-    job = engine.submit(prioritised_join(engine), EXACTLY_ONCE)
+    gate = Gate(tmp_path / "gate", hold_at=150)
+    job = engine.submit(prioritised_join(engine, gate), EXACTLY_ONCE)
     job.suspend(timeout=JOB_TIMEOUT)
+    assert job.status is JobStatus.SUSPENDED
+    assert len([item for item in job.result("sink") if item[0] == "b"]) == 300, "build side done"
+    gate.open()
     job.resume().join(JOB_TIMEOUT)
     assert sorted(job.result("sink")) == expected_join_output()

@@ -20,7 +20,15 @@ import pytest
 from jetspark.checkpoint import CheckpointStore, CorruptSnapshotError
 from jetspark.core import DagValidationError, JobCancelledError, JobConfig, ProcessingGuarantee
 from jetspark.runners.local import JobStatus, LocalRunner
-from tests.e2e.test_snapshots import COUNT, EXPECTED, counting_dag, failing_once, suspend_mid_stream
+from tests.e2e.test_snapshots import (
+    COUNT,
+    EXPECTED,
+    counting_dag,
+    failing_once,
+    run_failing_once_after_snapshots,
+    suspend_at_gate,
+)
+from tests.gates import Gate, gated_stream
 from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,18 +52,21 @@ def committed_id(store_dir: Path) -> int:
 
 def test_a_job_whose_driver_was_killed_resumes_from_its_committed_snapshot(tmp_path: Path) -> None:
     root = str(tmp_path / "checkpoints")
+    gate = Gate(tmp_path / "gate", hold_at=COUNT // 2)
     script = textwrap.dedent(f"""
         from jetspark.runners.local import LocalRunner
         from tests.e2e.test_checkpoints import durable
         from tests.e2e.test_snapshots import counting_dag
-        LocalRunner(2).run(counting_dag(), durable({root!r}), timeout=120)
+        from tests.gates import Gate
+        LocalRunner(2).run(counting_dag(gate=Gate.at({gate.path!r})), durable({root!r}), timeout=120)
     """)
     driver = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT)
     store_dir = Path(root) / "counting"
     try:
-        wait_until(lambda: committed_id(store_dir) >= 1, timeout=60)
+        wait_until(lambda: committed_id(store_dir) >= 1 or driver.poll() is not None, timeout=60)
+        assert driver.poll() is None, "the driver ended before it was killed"
     finally:
-        os.kill(driver.pid, signal.SIGKILL)  # the driver dies at once, mid-stream
+        os.kill(driver.pid, signal.SIGKILL)  # the driver dies at once, held mid-stream at the gate
         driver.wait()
     committed = CheckpointStore(root, "counting").latest_id()
     assert committed is not None and committed >= 1
@@ -77,9 +88,11 @@ def test_a_job_whose_driver_was_killed_resumes_from_its_committed_snapshot(tmp_p
 @pytest.mark.parametrize("where", ["local", "memory"])
 def test_a_suspended_job_resumes_in_another_runner_from_the_store(tmp_path: Path, where: str) -> None:
     root = str(tmp_path) if where == "local" else f"memory://jetspark-{uuid.uuid4().hex[:8]}"
-    job = LocalRunner(3).submit(counting_dag(), durable(root))
-    suspend_mid_stream(job, after=COUNT // 3)
-    resumed = LocalRunner(2).submit(counting_dag(), durable(root))  # another member count too
+    gate = Gate(tmp_path / "gate", hold_at=COUNT // 3)
+    job = LocalRunner(3).submit(counting_dag(gate=gate), durable(root))
+    suspend_at_gate(job, gate)
+    gate.open()
+    resumed = LocalRunner(2).submit(counting_dag(gate=gate), durable(root))  # another member count too
     resumed.join(60)
     assert sorted(resumed.result("sink")) == EXPECTED
     assert resumed.job_id == job.job_id, "the job id (and so its transaction ids) carries over"
@@ -87,9 +100,9 @@ def test_a_suspended_job_resumes_in_another_runner_from_the_store(tmp_path: Path
 
 def test_a_restart_after_a_failure_restores_from_the_store(tmp_path: Path) -> None:
     state: dict[str, Any] = {}
-    job = LocalRunner(2).submit(counting_dag(step=failing_once(state)), durable(str(tmp_path)))
-    state["job"] = job
-    job.join(60)
+    gate = Gate(tmp_path / "gate", hold_at=COUNT // 2)
+    job = LocalRunner(2).submit(counting_dag(step=failing_once(state), gate=gate), durable(str(tmp_path)))
+    run_failing_once_after_snapshots(job, gate, state)
     assert state["failed"]
     assert sorted(job.result("sink")) == EXPECTED
 
@@ -104,8 +117,9 @@ def damage_latest(root: Path, name: str = "counting") -> Path:
 
 
 def test_a_damaged_snapshot_stops_an_exactly_once_job_naming_the_file(tmp_path: Path) -> None:
-    job = LocalRunner(2).submit(counting_dag(), durable(str(tmp_path)))
-    suspend_mid_stream(job, after=COUNT // 3)
+    gate = Gate(tmp_path / "gate", hold_at=COUNT // 3)
+    job = LocalRunner(2).submit(counting_dag(gate=gate), durable(str(tmp_path)))
+    suspend_at_gate(job, gate)
     victim = damage_latest(tmp_path)
     with pytest.raises(CorruptSnapshotError) as caught:
         LocalRunner(2).submit(counting_dag(), durable(str(tmp_path)))
@@ -114,8 +128,9 @@ def test_a_damaged_snapshot_stops_an_exactly_once_job_naming_the_file(tmp_path: 
 
 def test_an_at_least_once_job_falls_back_to_the_previous_snapshot(tmp_path: Path) -> None:
     config = durable(str(tmp_path), guarantee=ProcessingGuarantee.AT_LEAST_ONCE)
-    job = LocalRunner(2).submit(counting_dag(), config)
-    suspend_mid_stream(job, after=COUNT // 3)
+    gate = Gate(tmp_path / "gate", hold_at=COUNT // 3)
+    job = LocalRunner(2).submit(counting_dag(gate=gate), config)
+    suspend_at_gate(job, gate, snapshots=1)  # the terminal snapshot is the second one
     store = CheckpointStore(str(tmp_path), "counting")
     assert len(store.committed_ids()) >= 2
     damage_latest(tmp_path)
@@ -125,9 +140,10 @@ def test_an_at_least_once_job_falls_back_to_the_previous_snapshot(tmp_path: Path
 
 
 def test_an_exported_snapshot_starts_a_job_of_another_name(tmp_path: Path) -> None:
-    job = LocalRunner(2).submit(counting_dag(), durable(str(tmp_path)))
+    gate = Gate(tmp_path / "gate", hold_at=COUNT // 2)
+    job = LocalRunner(2).submit(counting_dag(gate=gate), durable(str(tmp_path)))
     wait_until(lambda: job.snapshot_count >= 1)
-    exported = job.export_snapshot("half-way")
+    exported = job.export_snapshot("half-way")  # the source waits at the gate: the job still runs
     job.cancel()
     with pytest.raises(JobCancelledError):
         job.join(30)
@@ -150,10 +166,12 @@ def test_a_job_name_that_cannot_name_a_directory_is_refused_at_submit(tmp_path: 
 def test_resumed_counts_are_exact_whatever_snapshot_the_driver_died_after(tmp_path: Path) -> None:
     """Suspend at several points; each time submit again in a fresh runner; the sum is exact."""
     root = str(tmp_path)
-    job = LocalRunner(2).submit(counting_dag(), durable(root))
-    for _ in range(3):
-        suspend_mid_stream(job, after=COUNT // 6)  # each submission's source counts from 0
-        job = LocalRunner(2).submit(counting_dag(), durable(root))
+    gate = Gate(tmp_path / "gate", hold_at=COUNT // 6)
+    job = LocalRunner(2).submit(counting_dag(gate=gate), durable(root))
+    for stop in range(1, 4):
+        suspend_at_gate(job, gate, start=(stop - 1) * COUNT // 6)  # each job object counts from 0
+        gate.hold_at((stop + 1) * COUNT // 6 if stop < 3 else COUNT)
+        job = LocalRunner(2).submit(counting_dag(gate=gate), durable(root))
     job.join(60)
     assert Counter(dict(job.result("sink"))) == Counter(dict(EXPECTED))
 
@@ -167,15 +185,17 @@ def test_a_resumed_job_keeps_the_files_it_wrote_and_every_line_is_there_once(tmp
         from jetspark import processors as P
 
         graph = DAG()
-        source = graph.new_vertex("source", P.generator_stream(count=COUNT, items_per_second=4000))
+        source = graph.new_vertex("source", gated_stream(gate, count=COUNT))
         sink = graph.new_vertex("sink", P.files(str(out)))
         graph.edge(Edge.between(source, sink))
         return graph
 
+    gate = Gate(tmp_path / "gate", hold_at=COUNT // 3)
     config = durable(str(tmp_path / "checkpoints"), name="writing")
     job = LocalRunner(2).submit(dag(), config)
-    suspend_mid_stream(job, after=COUNT // 3)
+    suspend_at_gate(job, gate)
     assert any(out.iterdir()), "the first run wrote output"
+    gate.open()
     LocalRunner(2).submit(dag(), config).join(60)
     lines = [line for path in out.glob("sink-*") for line in path.read_text().splitlines()]
     assert Counter(lines) == Counter(str(i) for i in range(COUNT))

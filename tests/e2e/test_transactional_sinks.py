@@ -10,42 +10,35 @@ from typing import Any
 import pytest
 
 from examples.streaming_counts import expected_rows, streaming_dag
-from jetspark.core import JobConfig, ProcessingGuarantee, RestartableError
+from jetspark.core import JobConfig, ProcessingGuarantee
 from jetspark.processors.transactional import read_lines
 from jetspark.runners.local import LocalRunner
+from tests.e2e.test_snapshots import failing_once, run_failing_once_after_snapshots
+from tests.gates import Gate, gated_stream
 
 COUNT = 6000
 
 
-def failing_after_snapshots(state: dict[str, Any]) -> Any:
-    """A step that raises RestartableError once, at the first item after two snapshots (however
-    slow the machine, the stream is still running then: it lasts many snapshot intervals)."""
-
-    def step(x: int) -> int:
-        job = state.get("job")
-        if not state.get("failed") and job is not None and job.snapshot_count >= 2:
-            state["failed"] = True
-            raise RestartableError(f"injected at {x}")
-        return x
-
-    return step
-
-
-def run_with_one_failure(out: str, dsn: str | None = None) -> None:
+def run_with_one_failure(gate_path: Path, out: str, dsn: str | None = None) -> None:
+    """The source waits half-way at a gate until two snapshots were taken; the first item past the
+    gate raises RestartableError, once, and the job restarts from the last snapshot."""
     state: dict[str, Any] = {}
-    config = JobConfig(processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE, snapshot_interval_millis=20)
-    # Slower with PostgreSQL: its round trips wait for the GIL behind the busy cooperative loop, so
-    # its snapshots come seldom (about one per 0.4 s here); the stream must outlast two of them.
+    gate = Gate(gate_path, hold_at=COUNT // 2)
+    # A rate, so that the sinks get the rows in small batches: a burst of thousands of rows takes
+    # PostgreSQL's round trips many seconds on a loaded machine.
     rate = 8000 if dsn is None else 2000
-    job = LocalRunner(2).submit(streaming_dag(out, COUNT, rate, dsn, failing_after_snapshots(state)), config)
-    state["job"] = job
-    job.join(120)
+    step = failing_once(state, at=COUNT // 2)
+    source = gated_stream(gate, count=COUNT, items_per_second=rate, fn=step)
+    config = JobConfig(processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE, snapshot_interval_millis=20)
+    job = LocalRunner(2).submit(streaming_dag(out, COUNT, dsn=dsn, source=source), config)
+    run_failing_once_after_snapshots(job, gate, state, timeout=120)
     assert state.get("failed"), "the failure was never injected"
+    assert state["snapshot_at_failure"] >= 1
 
 
 def test_transactional_files_hold_every_row_once_after_a_restart(tmp_path: Path) -> None:
     out = str(tmp_path / "out")
-    run_with_one_failure(out)
+    run_with_one_failure(tmp_path / "gate", out)
     assert sorted(read_lines(out)) == expected_rows(COUNT)
     assert not [n for n in os.listdir(out) if n.startswith(".")], "uncommitted transaction files left"
 
@@ -56,7 +49,7 @@ def test_postgres_holds_every_row_once_after_a_restart(tmp_path: Path, postgres_
     with psycopg.connect(postgres_dsn, autocommit=True) as conn:
         conn.execute("DROP TABLE IF EXISTS counts")
         conn.execute("CREATE TABLE counts (k int, n int)")
-    run_with_one_failure(str(tmp_path / "out"), postgres_dsn)
+    run_with_one_failure(tmp_path / "gate", str(tmp_path / "out"), postgres_dsn)
     with psycopg.connect(postgres_dsn) as conn:
         rows = sorted(f"{k},{n}" for k, n in conn.execute("SELECT k, n FROM counts").fetchall())
         left = conn.execute("SELECT gid FROM pg_prepared_xacts").fetchall()

@@ -1,6 +1,10 @@
 """Run by test_cluster.py in a subprocess: the exactly-once streaming job on
 `local-cluster[2,1,1024]`, with one executor JVM killed (SIGKILL) in the middle of an epoch.
 
+The source waits half-way at a gate until the kill: after two committed epochs, while an epoch's
+tasks run (Spark's status tracker shows them active), so the kill lands inside an epoch however
+slow the machine.
+
 Prints one JSON line: whether the files hold every row once, the epochs committed and aborted,
 and how many executor JVMs were killed.
 """
@@ -22,6 +26,7 @@ import tests
 from jetspark import JobConfig
 from jetspark.core import ProcessingGuarantee
 from jetspark.runners.spark import SparkRunner, get_session
+from tests.gates import Gate, gated_stream
 from tests.spark.processes import epoch_report, wait_for_executors
 
 cloudpickle.register_pickle_by_value(tests)
@@ -55,19 +60,28 @@ def main() -> None:
         checkpoint_root=f"{work}/ck",
         member_count=2,
     )
+    gate = Gate(f"{work}/gate", hold_at=COUNT // 2)
+    source = gated_stream(gate, count=COUNT)
     job = SparkRunner(spark, restart_backoff=0.2).submit(
-        streaming.streaming_dag(out, COUNT, rate=3000), config
+        streaming.streaming_dag(out, COUNT, source=source), config
     )
     killed = []
+    tracker = spark.sparkContext.statusTracker()
+
+    def tasks_running() -> bool:
+        stages = (tracker.getStageInfo(stage) for stage in tracker.getActiveStageIds())
+        return any(stage is not None and stage.numActiveTasks > 0 for stage in stages)
 
     def kill_one_mid_epoch() -> None:
-        while job.epochs_committed < 2 and not job._finished.is_set():
-            time.sleep(0.05)
-        time.sleep(0.25)  # inside the next epoch
-        pids = executor_pids()
-        if pids:
-            os.kill(pids[0], signal.SIGKILL)
-            killed.append(pids[0])
+        try:
+            while not (job.epochs_committed >= 2 and tasks_running()) and not job._finished.is_set():
+                time.sleep(0.01)
+            pids = executor_pids()
+            if pids and not job._finished.is_set():
+                os.kill(pids[0], signal.SIGKILL)
+                killed.append(pids[0])
+        finally:
+            gate.open()
 
     killer = threading.Thread(target=kill_one_mid_epoch, daemon=True)
     killer.start()

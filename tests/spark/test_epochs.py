@@ -17,6 +17,7 @@ from jetspark.core.errors import JobFailedError
 from jetspark.runners.job import JobStatus
 from jetspark.runners.spark.runner import SparkRunner
 from tests.e2e.test_snapshots import EXPECTED, counting_dag
+from tests.gates import Gate, gated_stream
 from tests.waiting import wait_until
 
 T = TypeVar("T")
@@ -46,19 +47,28 @@ def failing_at(item: T, marker: Path) -> Callable[[T], T]:
 def test_a_job_with_a_guarantee_runs_in_several_committed_epochs_and_counts_exactly(
     spark: Any, tmp_path: Path
 ) -> None:
-    job = SparkRunner(spark).submit(counting_dag(), epochs(tmp_path, interval=200))
+    """The source waits half-way at a gate until two epochs committed, so the stream spans epochs."""
+    gate = Gate(tmp_path / "gate", hold_at=1500)
+    job = SparkRunner(spark).submit(counting_dag(gate=gate), epochs(tmp_path / "ck", interval=200))
+    wait_until(lambda: job.epochs_committed >= 2 or job.status is not JobStatus.RUNNING, timeout=120)
+    gate.open()
     job.join(180)
     assert sorted(job.result("sink")) == EXPECTED
-    assert job.epochs_committed >= 2, "the stream ended in its first epoch: the test proves nothing"
+    assert job.epochs_committed >= 2
     assert job.metrics()["source"]["emitted"] == 3000
     assert job.status is JobStatus.COMPLETED
-    assert not (tmp_path / "counting").exists(), "a completed job leaves its snapshots behind"
+    assert not (tmp_path / "ck" / "counting").exists(), "a completed job leaves its snapshots behind"
 
 
 def test_a_failed_epoch_runs_again_from_the_last_committed_snapshot(spark: Any, tmp_path: Path) -> None:
+    """The source waits at a gate before the failing item until an epoch committed."""
     marker = tmp_path / "failed"
+    gate = Gate(tmp_path / "gate", hold_at=1500)
     runner = SparkRunner(spark, restart_backoff=0.05)
-    job = runner.submit(counting_dag(failing_at(1700, marker)), epochs(tmp_path / "ck"))
+    job = runner.submit(counting_dag(failing_at(1700, marker), gate=gate), epochs(tmp_path / "ck"))
+    wait_until(lambda: job.epochs_committed >= 1 or job.status is not JobStatus.RUNNING, timeout=120)
+    assert not marker.exists(), "the source went past its gate"
+    gate.open()
     job.join(180)
     assert marker.exists(), "the failure was never injected"
     assert job.epochs_aborted == 1 and "injected at 1700" in str(job.last_abort)
@@ -105,13 +115,16 @@ def test_a_from_rdd_source_is_refused_in_epochs_naming_the_vertex(spark: Any, tm
 
 
 def test_suspend_then_resume_continues_from_the_committed_snapshot(spark: Any, tmp_path: Path) -> None:
-    job = SparkRunner(spark).submit(counting_dag(), epochs(tmp_path, interval=150))
-    store = CheckpointStore(str(tmp_path), "counting", tidy=False)
+    gate = Gate(tmp_path / "gate", hold_at=1500)
+    job = SparkRunner(spark).submit(counting_dag(gate=gate), epochs(tmp_path / "ck", interval=150))
+    store = CheckpointStore(str(tmp_path / "ck"), "counting", tidy=False)
     wait_until(lambda: store.latest_id() is not None, timeout=120)
-    job.suspend()
+    job.suspend()  # the source waits at the gate: the job is still running
     assert job.status is JobStatus.SUSPENDED
     suspended_at = store.latest_id()
     assert suspended_at is not None
+    assert job.metrics()["source"]["emitted"] <= 1500, "the source went past its gate"
+    gate.open()
     job.resume().join(180)
     assert sorted(job.result("sink")) == EXPECTED
     assert job.metrics()["source"]["emitted"] == 3000
@@ -132,6 +145,7 @@ def test_ctrl_c_suspends_a_job_run_by_the_cli_and_running_it_again_finishes_it_e
     from tests.spark.processes import ROOT, with_root_on_path
 
     out, root = tmp_path / "out", tmp_path / "ck"
+    gate = Gate(tmp_path / "gate", hold_at=3000)  # the first run waits half-way for Ctrl-C
     script = tmp_path / "job.py"
     script.write_text(
         textwrap.dedent(f"""
@@ -139,10 +153,12 @@ def test_ctrl_c_suspends_a_job_run_by_the_cli_and_running_it_again_finishes_it_e
             from jetspark import JobConfig
             from jetspark.api import run
             from jetspark.core import ProcessingGuarantee
+            from tests.gates import Gate, gated_stream
 
             config = JobConfig(name="interrupted", processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE,
                                snapshot_interval_millis=400, checkpoint_root={str(root)!r})
-            run(streaming_dag({str(out)!r}, 6000, rate=1500), config)
+            source = gated_stream(Gate.at({gate.path!r}), count=6000)
+            run(streaming_dag({str(out)!r}, 6000, source=source), config)
         """)
     )
     command = [sys.executable, "-m", "jetspark.cli.main", "run", str(script)]
@@ -156,8 +172,9 @@ def test_ctrl_c_suspends_a_job_run_by_the_cli_and_running_it_again_finishes_it_e
     assert first.returncode == 130, stderr[-3000:]
     assert "suspended" in stderr
     suspended_at = json.loads(latest.read_text())["snapshot_id"]
-    assert len(read_lines(str(out))) < 6000, "the job had finished before Ctrl-C"
+    assert len(read_lines(str(out))) <= 3000, "the source went past its gate"
 
+    gate.open()
     second = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
     assert second.returncode == 0, second.stderr[-3000:]
     assert sorted(read_lines(str(out))) == expected_rows(6000)
@@ -248,15 +265,17 @@ def test_a_suspended_job_submitted_again_on_three_members_resumes_exactly(spark:
     from jetspark.processors.transactional import read_lines
 
     out, root = str(tmp_path / "out"), tmp_path / "ck"
+    gate = Gate(tmp_path / "gate", hold_at=4500)
     config = attrs.evolve(epochs(root, name="rescaled", interval=300), member_count=2)
-    job = SparkRunner(spark).submit(streaming_dag(out, 9000, rate=3000), config)
+    job = SparkRunner(spark).submit(streaming_dag(out, 9000, source=gated_stream(gate, count=9000)), config)
     store = CheckpointStore(str(root), "rescaled", tidy=False)
     wait_until(lambda: store.latest_id() is not None, timeout=120)
-    job.suspend()
+    job.suspend()  # the source waits at the gate: the job is still running
     assert job.status is JobStatus.SUSPENDED
-    assert len(read_lines(out)) < 9000, "the job had finished before it was suspended"
+    assert len(read_lines(out)) <= 4500, "the source went past its gate"
+    gate.open()
     again = SparkRunner(spark).submit(
-        streaming_dag(out, 9000, rate=3000), attrs.evolve(config, member_count=3)
+        streaming_dag(out, 9000, source=gated_stream(gate, count=9000)), attrs.evolve(config, member_count=3)
     )
     again.join(180)
     assert again.member_count == 3 and again.job_id == job.job_id

@@ -183,25 +183,31 @@ def test_output_under_injected_failures(
     )
     rng = random.Random(int(os.environ.get("JETSPARK_FAULT_SEED", "8")))
     injected: Counter[str] = Counter()
-    for _ in range(faults_wanted):
-        committed = job.epochs_committed
-        wait_until(
-            lambda c=committed: job.epochs_committed > c or job.status is not JobStatus.RUNNING, timeout=120
-        )
-        assert job.status is JobStatus.RUNNING, job.error
-        aborted = job.epochs_aborted
-        point = rng.choice([*WORKER_POINTS, "driver-commit"])
-        if point == "driver-commit":
-            fail_one_commit_of_latest(job.store)
-        else:
-            faults.arm(point)
-        wait_until(
-            lambda a=aborted: job.epochs_aborted > a or job.status is not JobStatus.RUNNING, timeout=120
-        )
-        assert job.status is JobStatus.RUNNING, job.error
-        injected[point] += 1
-    job.suspend()
-    assert job.status is JobStatus.SUSPENDED, job.error
+    try:
+        for _ in range(faults_wanted):
+            committed = job.epochs_committed
+            wait_until(
+                lambda c=committed: job.epochs_committed > c or job.status is not JobStatus.RUNNING,
+                timeout=120,
+            )
+            assert job.status is JobStatus.RUNNING, job.error
+            aborted = job.epochs_aborted
+            point = rng.choice([*WORKER_POINTS, "driver-commit"])
+            if point == "driver-commit":
+                fail_one_commit_of_latest(job.store)
+            else:
+                faults.arm(point)
+            wait_until(
+                lambda a=aborted: job.epochs_aborted > a or job.status is not JobStatus.RUNNING, timeout=120
+            )
+            assert job.status is JobStatus.RUNNING, job.error
+            injected[point] += 1
+        job.suspend()
+        assert job.status is JobStatus.SUSPENDED, job.error
+    except BaseException:
+        if job.status is JobStatus.RUNNING:  # the endless job would hold the shared session's slots
+            job.cancel()
+        raise
 
     emitted, counts = committed_state(root, "faulty")
     expected_counts = Counter(key_of(x) for x in emitted)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from jetspark import processors as P
 from jetspark.core import DAG, Edge, JobConfig, ProcessingGuarantee
 from jetspark.core.traverser import traverse_iterable
 from jetspark.runners.local import JobStatus, LocalRunner
+from tests.gates import Gate, ask_to_suspend, gated_pass, gated_stream
 from tests.waiting import wait_until
 
 ITEMS = list(range(200))
@@ -221,42 +223,55 @@ def test_aggregate_of_no_items_emits_nothing(setting: Any) -> None:
 
 @pytest.mark.parametrize(("members", "resume_members"), [(1, 1), (3, 1), (1, 3), (2, 3)])
 @pytest.mark.parametrize("name", ["counting", "to_list"])
-def test_aggregation_state_survives_suspend_and_resume(members: int, resume_members: int, name: str) -> None:
+def test_aggregation_state_survives_suspend_and_resume(
+    tmp_path: Path, members: int, resume_members: int, name: str
+) -> None:
     op, expected_of = OPERATIONS[name]
-    count = 1500
+    count, held = 1500, 300
+    gate = Gate(tmp_path / "gate", hold_at=held)
     dag = DAG()
-    source = dag.new_vertex("source", P.generator_stream(count=count, items_per_second=3000))
+    source = dag.new_vertex("source", gated_stream(gate, count=count))
     result = P.aggregate_by_key(dag, "agg", source, key_of, op)
     sink = dag.new_vertex("sink", P.collect())
     dag.edge(Edge.between(result, sink).distributed())
     config = JobConfig(processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE, snapshot_interval_millis=20)
     job = LocalRunner(members).submit(dag, config)
-    wait_until(lambda: job.metrics().get("source", {}).get("emitted", 0) >= 300)
+    wait_until(lambda: job.metrics().get("source", {}).get("emitted", 0) >= held)
     job.suspend()
     assert job.status is JobStatus.SUSPENDED, job.error
-    assert job.metrics()["source"]["emitted"] < count, "suspended mid-stream"
+    assert job.metrics()["source"]["emitted"] == held, "suspended mid-stream, at the gate"
     assert job.last_snapshot is not None and job.last_snapshot.data.get("agg-prepare")
+    gate.open()
     job.resume(member_count=resume_members).join(60)
     expected = sorted((k, expected_of(v)) for k, v in grouped(range(count), key_of).items())
     assert sorted(job.result("sink")) == expected
 
 
-def test_suspend_while_stage_one_emits_at_complete() -> None:
-    """Snapshots taken between complete() calls hold only the entries not yet emitted."""
-    keys = 1500
+def test_suspend_while_stage_one_emits_at_complete(tmp_path: Path) -> None:
+    """Snapshots taken between complete() calls hold only the entries not yet emitted.
+
+    A step after the aggregation holds its items at a gate: back-pressure stops stage one part-way
+    through its emission. The suspension is asked for while it is stopped, and the gate opens only
+    then, so the terminal snapshot comes a few items later, long before the emission ends."""
+    keys, held = 1500, 50
+    gate = Gate(tmp_path / "gate", hold_at=held)
     dag = DAG()
     source = dag.new_vertex("source", P.from_iterable(range(keys)))
     result = P.aggregate_by_key(dag, "agg", source, lambda x: x, P.counting())
+    step = dag.new_vertex("held", gated_pass(gate), 1)
     sink = dag.new_vertex("sink", P.collect())
-    dag.edge(Edge.between(result, sink))
+    dag.edge(Edge.between(result, step))
+    dag.edge(Edge.between(step, sink))
     for edge in dag.edges:
         edge.with_queue_size(1)
     # batch 1: a snapshot saves one entry per call, so snapshots must not come too often
-    config = JobConfig(processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE, snapshot_interval_millis=40)
+    config = JobConfig(processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE, snapshot_interval_millis=200)
     job = LocalRunner(2, batch_size=1).submit(dag, config)
-    wait_until(lambda: job.metrics().get("agg-prepare", {}).get("emitted", 0) >= 200)
-    job.suspend()
+    wait_until(lambda: job.metrics().get("agg-prepare", {}).get("emitted", 0) >= held, timeout=120)
+    ask_to_suspend(job)  # the terminal snapshot cannot complete while the step holds
+    gate.open()
+    wait_until(lambda: job.status is not JobStatus.RUNNING, "the suspension", timeout=120)
     assert job.status is JobStatus.SUSPENDED, job.error
     assert job.metrics()["agg-prepare"]["emitted"] < keys, "suspended mid-emission"
-    job.resume(member_count=3).join(60)
+    job.resume(member_count=3).join(120)
     assert sorted(job.result("sink")) == [(k, 1) for k in range(keys)]

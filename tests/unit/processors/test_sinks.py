@@ -19,6 +19,7 @@ from jetspark.engine.outbox import OutboxImpl
 from jetspark.planning.plan import build_plan
 from jetspark.runners.job import JobStatus
 from jetspark.runners.local import LocalJob, LocalRunner
+from tests.gates import Gate, gated_stream
 from tests.waiting import wait_until
 
 
@@ -183,13 +184,19 @@ STREAM_RATE = 4000  # items per second for the whole source vertex: the job stre
 
 
 def stream_into_files(
-    directory: Path, step: Callable[[int], int] | None = None, overwrite: bool = False
+    directory: Path,
+    step: Callable[[int], int] | None = None,
+    overwrite: bool = False,
+    gate: Gate | None = None,
 ) -> DAG:
-    """generator_stream -> (map step) -> files, two processors per vertex."""
+    """generator_stream -> (map step) -> files, two processors per vertex; with `gate`, the source
+    runs at full speed up to the gate's limit and waits there."""
     dag = DAG()
-    upstream = dag.new_vertex(
-        "source", P.generator_stream(count=STREAM_COUNT, items_per_second=STREAM_RATE), 2
-    )
+    if gate is None:
+        supplier = P.generator_stream(count=STREAM_COUNT, items_per_second=STREAM_RATE)
+    else:
+        supplier = gated_stream(gate, count=STREAM_COUNT)
+    upstream = dag.new_vertex("source", supplier, 2)
     if step is not None:
         mapped = dag.new_vertex("step", P.map(step), 2)
         dag.edge(Edge.between(upstream, mapped))
@@ -222,12 +229,14 @@ def test_files_after_suspend_and_resume_hold_every_item_exactly_once(
 ) -> None:
     """A resumed processor appends: what was written before the suspension stays, nothing repeats."""
     out = tmp_path / "out"
-    job = LocalRunner(1).submit(stream_into_files(out), exactly_once())
+    gate = Gate(tmp_path / "gate", hold_at=STREAM_COUNT // 4)
+    job = LocalRunner(1).submit(stream_into_files(out, gate=gate), exactly_once())
     wait_until(lambda: emitted(job) >= STREAM_COUNT // 4)
     job.suspend()
     assert job.status is JobStatus.SUSPENDED, job.error
-    assert emitted(job) < STREAM_COUNT, "the source had finished before the suspension"
+    assert emitted(job) == STREAM_COUNT // 4, "the source went past its gate"
     assert sum(lines_in(out).values()) > 0, "the files hold the items written before the suspension"
+    gate.open()
     job.resume(member_count=resume_members).join(60)
     if resume_members == 2:
         assert len(list(out.glob("sink-*.txt"))) == 4, "two members of two processors: four files"
@@ -235,21 +244,27 @@ def test_files_after_suspend_and_resume_hold_every_item_exactly_once(
 
 
 def test_files_after_a_restart_from_a_snapshot_lose_nothing(tmp_path: Path) -> None:
-    """A restart replays what followed the last snapshot: every item at least once, none lost."""
+    """A restart replays what followed the last snapshot: every item at least once, none lost.
+    The source waits at a gate half-way until two snapshots were taken; the first item past the
+    gate fails."""
     state: dict[str, Any] = {"failed": False}
 
     def fail_once(x: int) -> int:
-        job = state.get("job")
-        if not state["failed"] and x >= STREAM_COUNT // 2 and job is not None and job.snapshot_count >= 2:
+        if not state["failed"] and x >= STREAM_COUNT // 2:
             state["failed"] = True
+            state["snapshots"] = state["job"].snapshot_count
             raise RestartableError(f"injected failure at item {x}")
         return x
 
     out = tmp_path / "out"
-    job = LocalRunner(1).submit(stream_into_files(out, fail_once), exactly_once())
+    gate = Gate(tmp_path / "gate", hold_at=STREAM_COUNT // 2)
+    job = LocalRunner(1).submit(stream_into_files(out, fail_once, gate=gate), exactly_once())
     state["job"] = job
+    wait_until(lambda: job.snapshot_count >= 2 or job.status is not JobStatus.RUNNING, "two snapshots")
+    gate.open()
     job.join(60)
     assert state["failed"], "the failure was injected"
+    assert state["snapshots"] >= 2, "the failure came after two snapshots"
     assert set(lines_in(out)) == set(range(STREAM_COUNT))
 
 
@@ -264,12 +279,13 @@ def test_files_written_in_place_with_overwrite_replace_stale_files(tmp_path: Pat
 def test_files_flushes_at_every_snapshot(tmp_path: Path) -> None:
     """Once a snapshot was taken, the items it accounts for are in the file, not in a buffer."""
     out = tmp_path / "out"
-    job = LocalRunner(1).submit(stream_into_files(out), exactly_once(snapshot_interval_millis=10))
+    gate = Gate(tmp_path / "gate", hold_at=100)
+    job = LocalRunner(1).submit(stream_into_files(out, gate=gate), exactly_once(snapshot_interval_millis=10))
     try:
         wait_until(lambda: emitted(job) >= 100)
         later = job.snapshot_count + 2  # snapshots whose barriers follow those 100 items
         wait_until(lambda: job.snapshot_count >= later or job.status is not JobStatus.RUNNING)
         assert job.status is JobStatus.RUNNING, "the job ended before the snapshots were taken"
-        assert sum(lines_in(out).values()) >= 100
+        assert sum(lines_in(out).values()) == 100
     finally:
         job.cancel()

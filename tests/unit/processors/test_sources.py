@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from jetspark.core import (
 )
 from jetspark.core.context import RESULTS_ATTRIBUTE
 from jetspark.runners.local import JobStatus, LocalJob, LocalRunner
+from tests.gates import Gate, ask_to_suspend, gated_pass, gated_stream
 from tests.waiting import wait_until
 
 
@@ -223,18 +225,25 @@ def suspend_and_resume(
     dag: DAG,
     runner: LocalRunner,
     resume_members: int,
-    after_items: int,
+    gate: Gate,
     total: int,
     config: JobConfig = EXACTLY_ONCE,
 ) -> LocalJob:
-    """Run, suspend once `after_items` reached the sink, resume on `resume_members`, wait for the end.
+    """Run until the sink received the gate's limit of items and a `gated_pass` step before it
+    waits at `gate`; ask for a suspension, open the gate, resume on `resume_members` and wait for
+    the end. Asked for while the step holds, the terminal snapshot comes a few items after the
+    gate opens, long before the end.
 
     The sink's result then holds both executions' items; `total` is how many the job emits in
     all, to check that the suspension came mid-stream.
     """
+    limit = gate.limit()
+    assert limit is not None
     job = runner.submit(dag, config)
-    wait_until(lambda: len(job.result("sink")) >= after_items or job.status is not JobStatus.RUNNING)
-    job.suspend()
+    wait_until(lambda: len(job.result("sink")) >= limit or job.status is not JobStatus.RUNNING)
+    ask_to_suspend(job)
+    gate.open()
+    wait_until(lambda: job.status is not JobStatus.RUNNING, "the suspension", timeout=60)
     assert job.status is JobStatus.SUSPENDED, job.error
     assert job.last_snapshot is not None
     assert len(job.result("sink")) < total, "the job ended before it was suspended"
@@ -253,56 +262,69 @@ def assert_exactly_once(result: list[Any], expected: list[Any]) -> None:
     [(1, 1, 1, 1), (1, 3, 1, 1), (3, 2, 1, 1), (2, 2, 2, 1), (1, 1, 1, 3)],
 )
 def test_generator_resumes_on_another_parallelism_without_loss_or_duplicates(
-    members: int, resume_members: int, lp: int, resume_lp: int
+    tmp_path: Path, members: int, resume_members: int, lp: int, resume_lp: int
 ) -> None:
+    """The generator (`gated_stream` is generator_stream held at a gate) is suspended while it waits
+    at sequence number 200, and resumed with another parallelism."""
     count = 1200
+    gate = Gate(tmp_path / "gate", hold_at=200)
     dag = DAG()
-    source = dag.new_vertex("source", P.generator_stream(count=count, items_per_second=2400), lp)
+    source = dag.new_vertex("source", gated_stream(gate, count=count, items_per_second=2400), lp)
     sink = dag.new_vertex("sink", P.collect())
     dag.edge(Edge.between(source, sink).distributed())
     job = LocalRunner(members).submit(dag, EXACTLY_ONCE)
     wait_until(lambda: len(job.result("sink")) >= 200)
     job.suspend()
     assert job.status is JobStatus.SUSPENDED, job.error
-    assert len(job.result("sink")) < count, "suspended mid-stream"
+    assert sorted(job.result("sink")) == list(range(200)), "suspended at the gate"
+    gate.open()
     source.with_local_parallelism(resume_lp)
     job.resume(member_count=resume_members).join(60)
     assert_exactly_once(job.result("sink"), list(range(count)))
 
 
-def test_resume_continues_the_sequence_where_it_stopped() -> None:
+def test_resume_continues_the_sequence_where_it_stopped(tmp_path: Path) -> None:
+    gate = Gate(tmp_path / "gate", hold_at=100)
     dag = DAG()
-    source = dag.new_vertex("source", P.generator_stream(count=600, items_per_second=2000))
+    source = dag.new_vertex("source", gated_stream(gate, count=600, items_per_second=2000))
     sink = dag.new_vertex("sink", P.collect())
     dag.edge(Edge.between(source, sink))
-    job = suspend_and_resume(dag, LocalRunner(1), 1, after_items=100, total=600)
+    job = LocalRunner(1).submit(dag, EXACTLY_ONCE)
+    wait_until(lambda: len(job.result("sink")) >= 100)
+    job.suspend()
+    assert job.status is JobStatus.SUSPENDED, job.error
+    assert job.result("sink") == list(range(100)), "suspended at the gate"
+    gate.open()
+    job.resume().join(60)
     assert job.result("sink") == list(range(600))
 
 
 @pytest.mark.parametrize("resume_members", [1, 3])
-def test_from_iterable_resumes_under_back_pressure(resume_members: int) -> None:
+def test_from_iterable_resumes_under_back_pressure(tmp_path: Path, resume_members: int) -> None:
     """Batch and queues of 1: the source's last offer is nearly always rejected at a snapshot."""
     items = list(range(3000))
+    gate = Gate(tmp_path / "gate", hold_at=200)
     dag = DAG()
     source = dag.new_vertex("source", P.from_iterable(items))
-    step = dag.new_vertex("step", P.map(lambda x: x))
+    step = dag.new_vertex("step", gated_pass(gate), 1)
     sink = dag.new_vertex("sink", P.collect())
     dag.edge(Edge.between(source, step).with_queue_size(1))
     dag.edge(Edge.between(step, sink).with_queue_size(1))
-    job = suspend_and_resume(
-        dag, LocalRunner(1, batch_size=1), resume_members, after_items=200, total=len(items)
-    )
+    job = suspend_and_resume(dag, LocalRunner(1, batch_size=1), resume_members, gate, total=len(items))
     assert_exactly_once(job.result("sink"), items)
 
 
 @pytest.mark.parametrize(("members", "resume_members", "lp"), [(3, 1, 2), (2, 3, 1)])
-def test_from_iterable_resumes_on_another_parallelism(members: int, resume_members: int, lp: int) -> None:
+def test_from_iterable_resumes_on_another_parallelism(
+    tmp_path: Path, members: int, resume_members: int, lp: int
+) -> None:
     items = [f"x{i}" for i in range(2000)]
+    gate = Gate(tmp_path / "gate", hold_at=300)
     dag = DAG()
     source = dag.new_vertex("source", P.from_iterable(items), lp)
+    step = dag.new_vertex("step", gated_pass(gate), 1)
     sink = dag.new_vertex("sink", P.collect())
-    dag.edge(Edge.between(source, sink).distributed().with_queue_size(1))
-    job = suspend_and_resume(
-        dag, LocalRunner(members, batch_size=1), resume_members, after_items=300, total=len(items)
-    )
+    dag.edge(Edge.between(source, step).distributed().with_queue_size(1))
+    dag.edge(Edge.between(step, sink).with_queue_size(1))
+    job = suspend_and_resume(dag, LocalRunner(members, batch_size=1), resume_members, gate, total=len(items))
     assert_exactly_once(job.result("sink"), items)
