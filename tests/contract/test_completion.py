@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from jetspark.core.watermark import Watermark
 from tests.contract.conftest import EngineSettings
 from tests.contract.harness import DONE, TaskletHarness
 from tests.contract.recording import Behaviour, Recorder, RecordingProcessor
@@ -142,3 +143,16 @@ def test_edge_without_producers_is_completed_in_its_priority_turn(
     ]
     assert events == expected
     assert sink.calls_of("complete")[-1].result is True
+
+
+def test_equal_priority_edges_take_turns_batch_by_batch_skipping_an_empty_one() -> None:
+    """Rule 5, "edges of equal priority take turns", over three edges: after a batch of one edge
+    the next edge in turn that has items goes next, so no edge gets two batches in a row while
+    another has items waiting (each watermark ends a batch; edge 1 is empty and holds them back)."""
+    sink = RecordingProcessor("sink", Behaviour())
+    harness = TaskletHarness(sink, inbound=[(0, 1), (0, 1), (0, 1), (0, 1)])
+    for ordinal in (0, 2, 3):
+        harness.feed(ordinal, 0, *[entry for n in range(3) for entry in (f"{ordinal}.{n}", Watermark(n + 1))])
+    harness.run()
+    batches = [(c.args[0], c.inbox) for c in sink.calls_of("process")]
+    assert batches == [(ordinal, (f"{ordinal}.{n}",)) for n in range(3) for ordinal in (0, 2, 3)]
