@@ -3,6 +3,7 @@
 Each module is mutated with its own fast test selection (the tests that exercise it; never Spark):
 
     python tools/mutation.py run [MODULE ...]   # mutmut over each module (all four by default)
+    python tools/mutation.py run MODULE:START-END  # only the lines START to END of MODULE
     python tools/mutation.py summary            # killed / total per module, from .mutmut-cache
     python tools/mutation.py pytest ARGS ...    # the test runner mutmut calls for each mutant
 
@@ -77,12 +78,15 @@ def run_tests(args: list[str]) -> int:
 
 
 def run_mutmut(modules: list[str]) -> None:
-    for module in modules:
+    for spec in modules:
+        module, _, lines = spec.partition(":")
+        # tools/mutmut_config.py skips the lines outside MUTATION_LINES
+        env = dict(os.environ, PYTHONPATH=str(ROOT / "tools"), MUTATION_LINES=lines)
         runner = shlex.join([sys.executable, str(Path(__file__).resolve()), "pytest", *MODULES[module]])
         options = ["--paths-to-mutate", module, "--runner", runner, "--no-progress", "--simple-output"]
-        print(f"== {module}: mutmut with `{runner}`", flush=True)
+        print(f"== {spec}: mutmut with `{runner}`", flush=True)
         # mutmut exits non-zero when mutants survive; the summary below tells how many
-        subprocess.run(["mutmut", "run", *options], cwd=ROOT)
+        subprocess.run(["mutmut", "run", *options], cwd=ROOT, env=env)
 
 
 def summary() -> int:
@@ -121,7 +125,7 @@ def main(argv: list[str]) -> int:
     if command == "summary":
         return summary()
     if command == "run":
-        unknown = [m for m in args if m not in MODULES]
+        unknown = [m for m in args if m.partition(":")[0] not in MODULES]
         if unknown:
             print(f"unknown module(s) {unknown}; choose from {list(MODULES)}")
             return 2
