@@ -26,7 +26,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-#: module -> the pytest arguments that exercise it (each runs in seconds).
+#: One engine setting of the contract suite (tests/contract/conftest.py), the one with back-pressure
+#: everywhere (outbox capacity 1, queues of 1 item, one member); the harness tests have no setting.
+ONE_SETTING = ["-k", "not (batch1024 or queue1024 or members3)"]
+
+#: module -> the pytest arguments that exercise it, the most targeted first (with -x the first
+#: failure ends the run). Each selection runs in a few seconds on an idle core.
 MODULES: dict[str, list[str]] = {
     "jetspark/core/partitioner.py": [
         "tests/unit/core/test_partitioner.py",
@@ -36,18 +41,19 @@ MODULES: dict[str, list[str]] = {
         "tests/unit/engine/test_coalescer.py",
         "tests/property/test_coalescer_props.py",
         "tests/contract/test_watermarks.py",
+        *ONE_SETTING,
     ],
     "jetspark/engine/outbox.py": [
         "tests/unit/engine/test_outbox.py",
         "tests/contract/test_outbox.py",
-        "tests/contract/test_watermarks.py",
+        *ONE_SETTING,
     ],
     "jetspark/engine/tasklet.py": [
+        "tests/contract/test_progress.py",
+        "tests/contract/test_completion.py",
         "tests/unit/engine/test_tasklet.py",
         "tests/contract",
-        # one engine setting, the one with back-pressure everywhere: outbox capacity 1, queues of 1
-        "-k",
-        "not (batch1024 or queue1024 or members3)",
+        *ONE_SETTING,
     ],
 }
 
