@@ -139,3 +139,75 @@ def test_a_snapshot_reports_progress_at_each_step_and_none_while_a_method_refuse
     # barrier taken (and save refused), save refused, save done (prepare refused), prepare refused,
     # prepare done and the barrier emitted; then nothing until phase 2
     assert results == [True, False, True, False, True, False, False, False]
+
+
+def test_an_item_the_outbox_accepts_is_progress_even_while_the_queue_downstream_is_full() -> None:
+    source = RecordingProcessor("source", Behaviour(emit=list(range(10)), complete_when=lambda _p: False))
+    harness = TaskletHarness(source, outbound=1, batch_size=3, queue_size=1)
+    assert harness.tasklet.call() is True  # 0, 1, 2 buffered; the queue took 0
+    assert harness.outbox.buffered() == 2
+    # the queue is full: nothing goes out, but the outbox accepts 3 (the offer refused last time)
+    assert harness.tasklet.call() is True
+    assert harness.outbox.buffered() == 3
+    assert harness.tasklet.call() is False  # buffer full, queue full: nothing at all
+    assert harness.output() == [0]
+
+
+def test_finish_snapshot_restore_reports_progress_when_done_and_none_while_refusing() -> None:
+    sink = RecordingProcessor("sink", Behaviour(false_times={"finish_snapshot_restore": 2}))
+    harness = TaskletHarness(sink, inbound=[(0, 1)], restore=[("k", 1), ("l", 2)])
+    results = calls(harness, 6)
+    assert sink.restored == [("k", 1), ("l", 2)]
+    assert [c.result for c in sink.calls_of("finish_snapshot_restore")] == [False, False, True]
+    # restored both entries; restore ended (finish refused); finish refused; finish done; nothing
+    assert results == [True, True, False, True, False, False]
+
+
+def test_a_tasklet_waiting_for_phase_2_reports_no_progress_and_every_call_that_emits_reports_progress() -> (
+    None
+):
+    """The sink takes part in snapshot 1, then its input ends; it emits DONE and waits for phase 2
+    (the rest of the job has not finished phase 1) without spinning, then commits and closes."""
+    sink = RecordingProcessor("sink", Behaviour())
+    harness = TaskletHarness(sink, inbound=[(0, 1)], outbound=1, other_tasklets=1)
+    harness.snapshot.start(1)
+    harness.feed(0, 0, "x", SnapshotBarrier(1), DONE)
+    output: list[Any] = []
+    for _ in range(12):
+        progress = harness.tasklet.call()
+        emitted = harness.output()
+        output.extend(emitted)
+        assert progress or not emitted, f"{emitted} went out in a call that reported no progress"
+    assert output == [SnapshotBarrier(1), DONE]
+    assert calls(harness) == [False] * IDLE_CALLS  # waiting for phase 2
+    assert not harness.tasklet.is_done
+    harness.snapshot.phase1_done(1)  # the rest of the job: phase 2 may start
+    assert harness.tasklet.call() is True  # snapshot_commit_finish, then close
+    assert harness.tasklet.is_done and sink.methods()[-2:] == ["snapshot_commit_finish", "close"]
+
+
+def test_closing_the_processor_is_progress() -> None:
+    """With phase 2 deferred to a later execution (Spark epochs), the end of phase 1 releases the
+    waiting tasklet, and the call that only closes the processor reports progress."""
+    sink = RecordingProcessor("sink", Behaviour())
+    harness = TaskletHarness(sink, inbound=[(0, 1)], other_tasklets=1)
+    harness.snapshot.phase2_deferred = True
+    harness.snapshot.start(1)
+    harness.feed(0, 0, SnapshotBarrier(1), DONE)
+    harness.run(idle_calls=3)
+    assert not harness.tasklet.is_done  # waits: the other tasklet has not finished phase 1
+    harness.snapshot.phase1_done(1)
+    assert harness.tasklet.call() is True
+    assert harness.tasklet.is_done and sink.methods()[-1] == "close"
+
+
+def test_done_waiting_behind_a_full_queue_reports_no_progress_until_the_queue_drains() -> None:
+    sink = RecordingProcessor("sink", Behaviour(forward=True))
+    harness = TaskletHarness(sink, inbound=[(0, 1)], outbound=1, queue_size=1)
+    harness.feed(0, 0, "a", "b", DONE)
+    harness.run(idle_calls=3)
+    assert sink.calls_of("complete")[-1].result is True
+    assert calls(harness) == [False] * IDLE_CALLS  # "b" and DONE wait for room
+    assert harness.output() == ["a"]
+    assert harness.tasklet.call() is True
+    assert harness.output() == ["b", DONE]
