@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from jetspark.core import DAG, AbstractProcessor, JobConfig
+from jetspark.core import DAG, AbstractProcessor, JobConfig, Watermark
 from jetspark.engine.outbox import OutboxImpl
 from jetspark.engine.queue import BoundedQueue
 from jetspark.engine.routing import UnicastCollector
@@ -17,6 +17,8 @@ from jetspark.engine.snapshot import SnapshotContext, decode_entries
 from jetspark.engine.special import SnapshotBarrier
 from jetspark.engine.tasklet import ProcessorTasklet, State
 from jetspark.planning.plan import build_plan
+from tests.contract.harness import TaskletHarness
+from tests.contract.recording import Behaviour, RecordingProcessor
 
 
 class Counting(AbstractProcessor):
@@ -107,3 +109,15 @@ def test_a_source_whose_offer_was_rejected_finishes_that_item_before_its_snapsho
     snapshots.start(0)
     stream = run_until_barrier(tasklet, queue)
     snapshot_taken_consistently(processor, snapshots, stream)
+
+
+def test_received_count_is_every_item_taken_from_the_inbound_queues() -> None:
+    """The member's "received" metric (runners/member.py) adds up each tasklet's received_count."""
+    sink = RecordingProcessor("sink", Behaviour())
+    harness = TaskletHarness(sink, inbound=[(0, 2), (0, 1)])
+    harness.feed(0, 0, "a", "b", Watermark(1), "c")
+    harness.feed(0, 1, "d")
+    harness.feed(1, 0, "e", "f")
+    harness.run()
+    assert len(sink.received) == 6
+    assert harness.tasklet.received_count == 6
