@@ -4,7 +4,8 @@ Each module is mutated with its own fast test selection (the tests that exercise
 
     python tools/mutation.py run [MODULE ...]   # mutmut over each module (all four by default)
     python tools/mutation.py run MODULE:START-END  # only the lines START to END of MODULE
-    python tools/mutation.py summary            # killed / total per module, from .mutmut-cache
+    python tools/mutation.py summary [CACHE ...]  # killed / tested per module (.mutmut-cache,
+                                                  # or several caches of part runs, merged)
     python tools/mutation.py pytest ARGS ...    # the test runner mutmut calls for each mutant
 
 mutmut 2.5.1 counts a mutant as killed only when the test command exits with 1; a mutant that
@@ -95,31 +96,44 @@ def run_mutmut(modules: list[str]) -> None:
         subprocess.run(["mutmut", "run", *options], cwd=ROOT, env=env)
 
 
-def summary() -> int:
-    """Print per module: killed (including timeouts and suspicious: slow but killed) / total."""
-    cache = ROOT / ".mutmut-cache"
-    if not cache.exists():
-        print("no .mutmut-cache: run `python tools/mutation.py run` first")
-        return 1
-    rows = sqlite3.connect(cache).execute(
-        "SELECT SourceFile.filename, Mutant.status, COUNT(*) FROM Mutant"
-        " JOIN Line ON Mutant.line = Line.id JOIN SourceFile ON Line.sourcefile = SourceFile.id"
-        " GROUP BY SourceFile.filename, Mutant.status"
-    )
-    counts: dict[str, dict[str, int]] = {}
-    for filename, status, count in rows:
-        counts.setdefault(filename, {})[status] = count
-    for filename, by_status in sorted(counts.items()):
-        total = sum(by_status.values())
-        killed = sum(by_status.get(s, 0) for s in ("ok_killed", "bad_timeout", "ok_suspicious"))
-        survived = by_status.get("bad_survived", 0)
-        untested = by_status.get("untested", 0) + by_status.get("skipped", 0)
-        score = 100 * killed / (total - untested) if total > untested else 0.0
-        print(
-            f"{filename}: {score:.1f}% killed ({killed} of {total - untested}; "
-            f"{survived} survived, {untested} untested)"
+#: When several caches (runs of parts of a module, in copies of the tree) hold one mutant, the
+#: most telling status wins.
+STATUS_RANK = ["untested", "skipped", "bad_survived", "ok_suspicious", "bad_timeout", "ok_killed"]
+DETECTED = ("ok_killed", "bad_timeout", "ok_suspicious")
+
+
+def summary(caches: list[Path]) -> int:
+    """Print per module: killed (including timeouts and suspicious: slow but killed) / tested.
+
+    Mutants a run skipped (outside its MODULE:START-END) or has not reached yet do not count.
+    """
+    statuses: dict[tuple[str, int, int], str] = {}
+    for cache in caches:
+        if not cache.exists():
+            print(f"no {cache}: run `python tools/mutation.py run` first")
+            return 1
+        rows = sqlite3.connect(cache).execute(
+            'SELECT SourceFile.filename, Line.line_number, Mutant."index", Mutant.status FROM Mutant'
+            " JOIN Line ON Mutant.line = Line.id JOIN SourceFile ON Line.sourcefile = SourceFile.id"
         )
-    print("survivors: `mutmut results`, then `mutmut show ID` for the diff of each")
+        for filename, line, index, status in rows:
+            key = (filename, line, index)
+            old = statuses.get(key, "untested")
+            statuses[key] = max(old, status, key=STATUS_RANK.index)
+    counts: dict[str, dict[str, int]] = {}
+    for (filename, _, _), status in statuses.items():
+        by_status = counts.setdefault(filename, {})
+        by_status[status] = by_status.get(status, 0) + 1
+    for filename, by_status in sorted(counts.items()):
+        killed = sum(by_status.get(s, 0) for s in DETECTED)
+        tested = killed + by_status.get("bad_survived", 0)
+        left = by_status.get("untested", 0) + by_status.get("skipped", 0)
+        score = 100 * killed / tested if tested else 0.0
+        print(
+            f"{filename}: {score:.1f}% killed ({killed} of {tested} tested; "
+            f"{tested - killed} survived, {left} not tested)"
+        )
+    print("survivors: `mutmut results`, then `mutmut show ID` (never while mutmut runs in that tree)")
     return 0
 
 
@@ -129,14 +143,14 @@ def main(argv: list[str]) -> int:
     if command == "pytest":
         return run_tests(args)
     if command == "summary":
-        return summary()
+        return summary([Path(a) for a in args] or [ROOT / ".mutmut-cache"])
     if command == "run":
         unknown = [m for m in args if m.partition(":")[0] not in MODULES]
         if unknown:
             print(f"unknown module(s) {unknown}; choose from {list(MODULES)}")
             return 2
         run_mutmut(args or list(MODULES))
-        return summary()
+        return summary([ROOT / ".mutmut-cache"])
     print(__doc__)
     return 2
 
