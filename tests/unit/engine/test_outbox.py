@@ -691,6 +691,35 @@ def test_the_ordinals_with_room_take_an_item_at_once_when_another_refuses_it() -
     assert [drain(q) for q in queues] == [["all"], [], []]
 
 
+def test_room_is_back_to_the_batch_size_once_offers_are_allowed_again_or_unblocked() -> None:
+    outbox, _ = outbox_to([10, 10], batch_size=4)
+    outbox.forbid_offers("snapshot_commit_finish")
+    assert outbox.room() == 0
+    outbox.forbid_offers(None)
+    assert outbox.room() == 4 and outbox.offer_batch([1, 2])
+    outbox.block(True)
+    assert outbox.room() == 0
+    outbox.block(False)
+    assert outbox.room() == 2 and outbox.offer_batch([3, 4])
+
+
+def test_flush_answers_false_while_an_ordinal_cannot_take_everything() -> None:
+    outbox, queues = outbox_to([1, 10], batch_size=3)
+    assert outbox.offer_to(0, "a") and outbox.offer_to(0, "b")
+    assert outbox.flush() is False
+    drain(queues[0])
+    assert outbox.flush() is True
+
+
+def test_the_ordinals_with_room_take_a_watermark_at_once_when_another_cannot() -> None:
+    outbox, queues = outbox_to([1, 10, 10], batch_size=3)
+    assert outbox.offer_to(0, "a") and outbox.offer_to(0, "b")
+    assert not outbox.offer(Watermark(4))  # "b" cannot leave ordinal 0, so its watermark waits
+    assert [drain(q) for q in queues] == [["a"], [Watermark(4)], [Watermark(4)]]
+    assert outbox.offer(Watermark(4))
+    assert [drain(q) for q in queues] == [["b", Watermark(4)], [], []]
+
+
 # ---- snapshot entries in the buffers ---------------------------------------------------------
 
 
