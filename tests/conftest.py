@@ -14,6 +14,8 @@ settings.register_profile(
     print_blob=True,
     suppress_health_check=[HealthCheck.too_slow],
 )
+# derandomized for mutation testing (tools/mutation.py): a mutant is killed, or not, on every run
+settings.register_profile("mutation", deadline=None, derandomize=True)
 settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 

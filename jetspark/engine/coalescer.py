@@ -9,21 +9,24 @@ watermark (or item, via `observe_item`) from an idle queue makes it active again
 
 from __future__ import annotations
 
+from typing import Any
+
 from jetspark.core.errors import ProcessorContractError
 from jetspark.core.watermark import IDLE_MESSAGE, IDLE_TIMESTAMP, Watermark
 
-_NONE = -(2**63)
+#: Below every int (Python's ints have no minimum): a first watermark of any value rises above it.
+_NONE: Any = float("-inf")
 
 
 class WatermarkCoalescer:
     __slots__ = ("_wms", "_idle", "_done", "_last_forwarded", "_top_observed", "_idle_forwarded", "name")
 
     def __init__(self, queue_count: int, name: str = "") -> None:
-        self._wms = [_NONE] * queue_count
+        self._wms: list[int] = [_NONE] * queue_count
         self._idle = [False] * queue_count
         self._done = [False] * queue_count
-        self._last_forwarded = _NONE
-        self._top_observed = _NONE
+        self._last_forwarded: int = _NONE
+        self._top_observed: int = _NONE
         self._idle_forwarded = False
         self.name = name
 

@@ -37,6 +37,8 @@ _NOTHING: Any = object()
 _NONE_TYPE = type(None)
 DEFAULT_BATCH_SIZE = 1024
 SnapshotSink = Callable[[list[SnapshotEntry]], None]
+#: Below every int (Python's ints have no minimum): a first watermark of any value rises above it.
+_BELOW_EVERY_TIMESTAMP: Any = float("-inf")
 
 
 def _same_item(a: Any, b: Any) -> bool:
@@ -63,7 +65,7 @@ class OutboxImpl(Outbox):
         self.owner = owner
         self.batch_size = batch_size
         self.buffers: list[list[Any]] = [[] for _ in self.collectors]
-        self._last_watermarks = [-(2**63)] * len(self.collectors)
+        self._last_watermarks: list[int] = [_BELOW_EVERY_TIMESTAMP] * len(self.collectors)
         self.snapshot_buffer: list[SnapshotEntry] = []
         self._snapshot_sink = snapshot_sink
         self._partition_count = partition_count

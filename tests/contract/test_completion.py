@@ -11,6 +11,7 @@ import pytest
 from jetspark import processors as P
 from jetspark.core import DAG, AbstractProcessor, Edge
 from jetspark.core.errors import JobFailedError, ProcessorContractError
+from jetspark.core.watermark import Watermark
 from jetspark.engine.tasklet import State
 from jetspark.runners.local import LocalJob, LocalRunner
 from tests.contract.conftest import JOB_TIMEOUT, EngineSettings
@@ -221,3 +222,16 @@ def test_complete_returning_true_with_a_refused_offer_is_a_contract_error() -> N
     ProcessorContractError naming the processor and the item, and the job fails."""
     job = source_to_collector(functools.partial(EmitsAfterCompletion, ["a", "b"]), batch_size=1)
     assert_contract_error_naming_source(job, "complete() returned True", "'b'")
+
+
+def test_equal_priority_edges_take_turns_batch_by_batch_skipping_an_empty_one() -> None:
+    """Rule 5, "edges of equal priority take turns", over three edges: after a batch of one edge
+    the next edge in turn that has items goes next, so no edge gets two batches in a row while
+    another has items waiting (each watermark ends a batch; edge 1 is empty and holds them back)."""
+    sink = RecordingProcessor("sink", Behaviour())
+    harness = TaskletHarness(sink, inbound=[(0, 1), (0, 1), (0, 1), (0, 1)])
+    for ordinal in (0, 2, 3):
+        harness.feed(ordinal, 0, *[entry for n in range(3) for entry in (f"{ordinal}.{n}", Watermark(n + 1))])
+    harness.run()
+    batches = [(c.args[0], c.inbox) for c in sink.calls_of("process")]
+    assert batches == [(ordinal, (f"{ordinal}.{n}",)) for n in range(3) for ordinal in (0, 2, 3)]

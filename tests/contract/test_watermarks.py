@@ -201,6 +201,18 @@ def test_all_idle_forwards_the_top_observed_watermark_before_idle() -> None:
     assert harness.output(0) == [Watermark(4), Watermark(15), IDLE_MESSAGE]
 
 
+def test_a_sink_whose_inputs_all_go_idle_goes_on_processing_and_completes() -> None:
+    """Rule (idle): the engine passes the idle marker downstream itself; a processor without
+    outbound edges has nowhere to pass it, and must still go on to the items that follow."""
+    sink = RecordingProcessor("sink", Behaviour())
+    harness = TaskletHarness(sink, inbound=[(0, 1)])
+    harness.feed(0, 0, Watermark(3), IDLE_MESSAGE, "after idle", DONE)
+    harness.run()
+    assert delivered(sink) == [3]
+    assert sink.received == [(0, "after idle")]
+    assert sink.calls_of("complete")[-1].result is True
+
+
 def test_item_from_idle_queue_makes_it_active_again() -> None:
     """Rule (idle): a queue is idle "until any item or watermark arrives from it" — after an item
     from the idle producer, its (old) watermark holds the coalesced watermark back again."""

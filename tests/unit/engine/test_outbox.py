@@ -485,6 +485,320 @@ def test_a_snapshot_key_that_cannot_be_routed_is_refused_at_offer_naming_the_pro
     assert outbox.buffered() == 0
 
 
+# ---- watermarks: rising per ordinal, from any first value ------------------------------------
+
+
+@pytest.mark.parametrize("first", [-(2**64), -(2**63), -127, -126, 0])
+def test_a_first_watermark_of_any_int_however_low_is_accepted(first: int) -> None:
+    outbox, (queue,) = outbox_to([10])
+    assert outbox.offer(Watermark(first))
+    assert outbox.offer(Watermark(first + 1))
+    assert drain(queue) == [Watermark(first), Watermark(first + 1)]
+
+
+def test_offer_to_one_ordinal_sends_a_watermark_as_a_watermark_after_that_ordinals_items() -> None:
+    outbox, queues = outbox_to([10, 10])
+    assert outbox.offer_to(1, "a")
+    assert outbox.offer_to(1, Watermark(5))
+    assert outbox.buffered() == 0  # sent at once, like offer(Watermark): not buffered as an item
+    assert [drain(q) for q in queues] == [[], ["a", Watermark(5)]]
+    assert outbox.offer_to(0, Watermark(5))  # each ordinal's watermarks rise on their own
+    with pytest.raises(ProcessorContractError, match="watermark 5 offered to ordinal 1"):
+        outbox.offer_to(1, Watermark(5))
+
+
+def test_offer_to_one_ordinal_of_a_watermark_waits_behind_that_ordinals_full_queue() -> None:
+    outbox, queues = outbox_to([10, 1])
+    assert outbox.offer_to(1, "a") and outbox.offer_to(1, "b")
+    assert not outbox.offer_to(1, Watermark(5))
+    assert outbox.has_unfinished_item()
+    assert drain(queues[1]) == ["a"]
+    outbox.flush()  # the end of the call: the tasklet flushes, the next call may offer again
+    assert outbox.offer_to(1, Watermark(5))
+    assert drain(queues[1]) == ["b", Watermark(5)]
+    assert drain(queues[0]) == []
+
+
+@pytest.mark.parametrize("second", [7, 6])
+def test_a_watermark_not_above_the_last_one_on_an_ordinal_is_an_error_naming_processor_and_values(
+    second: int,
+) -> None:
+    outbox, _ = outbox_to([10, 10])
+    assert outbox.offer(Watermark(7))
+    with pytest.raises(ProcessorContractError) as error:
+        outbox.offer_to(1, Watermark(second))
+    assert str(error.value) == (
+        f"{OWNER}: watermark {second} offered to ordinal 1 is not greater than the previous one (7); "
+        "watermarks must rise"
+    )
+
+
+def test_the_idle_marker_may_follow_any_watermark_and_does_not_count_as_one() -> None:
+    outbox, (queue,) = outbox_to([10], batch_size=1)
+    assert outbox.offer(Watermark(5)) and outbox.offer(IDLE_MESSAGE) and outbox.offer(IDLE_MESSAGE)
+    with pytest.raises(ProcessorContractError, match="watermark 5 offered to ordinal 0"):
+        outbox.offer(Watermark(5))
+    assert outbox.offer(Watermark(6))
+    assert drain(queue) == [Watermark(5), IDLE_MESSAGE, IDLE_MESSAGE, Watermark(6)]
+
+
+def test_a_rejected_watermark_must_be_offered_again_before_anything_else() -> None:
+    outbox, (queue,) = outbox_to([1], batch_size=3)
+    assert outbox.offer(1) and outbox.offer(2)
+    assert not outbox.offer(Watermark(5))
+    outbox.flush()  # the end of the call
+    with pytest.raises(ProcessorContractError, match="after the outbox rejected Watermark"):
+        outbox.offer(3)
+    assert drain(queue) == [1]
+    assert outbox.offer(Watermark(5))
+    assert outbox.offer(3)
+
+
+# ---- error messages name the processor and what it did ----------------------------------------
+
+
+def test_the_re_offer_error_names_the_processor_the_new_and_the_rejected_item() -> None:
+    outbox, _ = outbox_to([10, 10], batch_size=1)
+    assert outbox.offer("first") and not outbox.offer("second")
+    outbox.flush()  # the end of the call
+    with pytest.raises(ProcessorContractError) as error:
+        outbox.offer_to(0, "second")
+    assert str(error.value) == (
+        f"{OWNER}: offered 'second' after the outbox rejected 'second'; "
+        "after a rejected offer the same item must be offered again to the same ordinals"
+    )
+
+
+def test_the_ordinal_error_names_the_processor_the_ordinal_and_the_edge_count() -> None:
+    outbox, _ = outbox_to([10, 10])
+    for ordinal in (2, [0, 2]):
+        with pytest.raises(ProcessorContractError) as error:
+            outbox.offer_to(ordinal, "x")
+        assert str(error.value) == f"{OWNER}: ordinal 2 out of range; the vertex has 2 outbound edge(s)"
+
+
+def test_the_forbidden_offer_error_names_the_processor_the_method_and_the_item() -> None:
+    outbox, _ = outbox_to([10])
+    outbox.forbid_offers("snapshot_commit_finish")
+    with pytest.raises(ProcessorContractError) as error:
+        outbox.offer_to(0, "x")
+    assert str(error.value) == f"{OWNER}: snapshot_commit_finish() must not emit, but offered 'x'"
+
+
+def test_the_none_error_names_the_processor() -> None:
+    outbox, _ = outbox_to([10])
+    with pytest.raises(ProcessorContractError) as error:
+        outbox.offer(None)
+    assert str(error.value) == f"{OWNER}: None cannot be offered"
+
+
+@pytest.mark.parametrize(
+    ("items", "what"), [([1, None], "None"), ([Watermark(1)], "a Watermark")], ids=["None", "watermark"]
+)
+def test_the_offer_batch_error_names_the_processor_and_what_was_among_the_items(
+    items: list[Any], what: str
+) -> None:
+    outbox, _ = outbox_to([10])
+    with pytest.raises(ProcessorContractError) as error:
+        outbox.offer_batch(items)
+    assert str(error.value) == (
+        f"{OWNER}: offer_batch() got {what} among its items; items must not be None, and watermarks "
+        "go through offer()"
+    )
+
+
+def test_the_snapshot_errors_name_the_processor_and_the_key() -> None:
+    outbox, _ = outbox_to([10], snapshot_sink=lambda _entries: None)
+    with pytest.raises(ProcessorContractError) as error:
+        outbox.offer_to_snapshot("k", 1)
+    assert str(error.value) == (
+        f"{OWNER}: offer_to_snapshot() is allowed only from save_to_snapshot() and snapshot_commit_prepare()"
+    )
+    outbox.allow_snapshot_offers("save_to_snapshot")
+    with pytest.raises(ProcessorContractError) as error:
+        outbox.offer_to_snapshot("k", threading.Lock())
+    assert (
+        str(error.value)
+        == f"{OWNER}: snapshot value for key 'k' cannot be pickled: cannot pickle '_thread.lock' object"
+    )
+    with pytest.raises(ProcessorContractError) as error:
+        outbox.offer_to_snapshot(["k"], 1)
+    assert str(error.value).startswith(
+        f"{OWNER}: snapshot key ['k'] cannot be routed to a partition on restore: "
+    )
+    with pytest.raises(ProcessorContractError) as error:
+        outbox.offer_to_snapshot(OnlyProtocol4("k"), 1)
+    assert str(error.value) == f"{OWNER}: snapshot key OnlyProtocol4('k') cannot be pickled: protocol 5"
+
+
+class OnlyProtocol4:
+    """A key that pickles with protocol 4 (so it can be routed) but with no other protocol."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        if protocol != 4:
+            raise TypeError(f"protocol {protocol}")
+        return (OnlyProtocol4, (self.name,))
+
+    def __repr__(self) -> str:
+        return f"OnlyProtocol4({self.name!r})"
+
+
+# ---- re-offers of items that compare oddly ---------------------------------------------------
+
+
+def test_after_a_rejection_the_very_same_object_is_the_same_item_even_if_not_equal_to_itself() -> None:
+    nan = float("nan")
+    outbox, _ = outbox_to([10], batch_size=1)
+    assert outbox.offer(1) and not outbox.offer(nan)
+    outbox.flush()
+    assert outbox.offer(nan)
+
+
+def test_after_a_rejection_an_item_whose_equality_raises_is_a_different_item() -> None:
+    outbox, _ = outbox_to([10], batch_size=1)
+    rejected = EqualityRaises()
+    assert outbox.offer(1) and not outbox.offer(rejected)
+    outbox.flush()
+    with pytest.raises(ProcessorContractError, match="after the outbox rejected"):
+        outbox.offer(EqualityRaises())
+    assert outbox.offer(rejected)
+
+
+class EqualityRaises:
+    def __eq__(self, other: object) -> bool:
+        raise ValueError("no equality")
+
+    __hash__ = object.__hash__
+
+
+# ---- the budget and the buffers --------------------------------------------------------------
+
+
+def test_after_a_rejection_and_a_flush_the_one_ordinal_outbox_still_checks_the_re_offer() -> None:
+    outbox, (queue,) = outbox_to([10], batch_size=2)
+    assert outbox.offer(1) and outbox.offer(2) and not outbox.offer(3)
+    outbox.flush()  # the buffer is empty again, but 3 is still the item that must come next
+    with pytest.raises(ProcessorContractError, match="after the outbox rejected 3"):
+        outbox.offer(4)
+    assert outbox.offer(3) and outbox.offer(4)
+    outbox.flush()
+    assert drain(queue) == [1, 2, 3, 4]
+
+
+def test_a_blocked_one_ordinal_outbox_refuses_a_new_item_even_with_room() -> None:
+    outbox, _ = outbox_to([10], batch_size=2)
+    outbox.block(True)
+    assert not outbox.offer("a")
+    assert not outbox.has_unfinished_item() and outbox.buffered() == 0
+    outbox.block(False)
+    assert outbox.offer("a")
+
+
+def test_items_reach_the_queue_across_many_flushes_on_every_path() -> None:
+    outbox, (queue,) = outbox_to([100], batch_size=2)
+    sent = []
+    for item in range(1, 11):
+        for offer, value in ((outbox.offer, item), (lambda x: outbox.offer_to(0, x), -item)):
+            while not offer(value):
+                outbox.flush()
+            sent.append(value)
+    outbox.flush()
+    assert drain(queue) == sent
+    assert outbox.emitted_count == len(sent)
+
+
+def test_emitted_count_adds_up_over_flushes_and_partial_flushes() -> None:
+    outbox, (queue,) = outbox_to([3], batch_size=5)
+    assert outbox.offer_batch([1, 2, 3, 4, 5])
+    assert not outbox.flush()  # the queue takes 3 of 5
+    assert outbox.emitted_count == 3 and outbox.buffered() == 2
+    assert drain(queue) == [1, 2, 3]
+    assert outbox.flush()
+    assert outbox.emitted_count == 5 and drain(queue) == [4, 5]
+
+
+def test_offer_batch_takes_exactly_the_room_left() -> None:
+    outbox, queues = outbox_to([10, 10], batch_size=3)
+    assert outbox.offer_batch([1, 2, 3], ordinal=1)
+    assert outbox.room(0) == 3 and outbox.room(1) == 0
+    assert outbox.offer_batch([4, 5, 6], ordinal=0)
+    outbox.flush()
+    assert [drain(q) for q in queues] == [[4, 5, 6], [1, 2, 3]]
+
+
+def test_room_without_outbound_edges_is_the_batch_size() -> None:
+    assert OutboxImpl([], OWNER, batch_size=7).room() == 7
+
+
+def test_the_ordinals_with_room_take_an_item_at_once_when_another_refuses_it() -> None:
+    outbox, queues = outbox_to([10, 10, 10], batch_size=1)
+    assert outbox.offer_to(0, "first")
+    assert not outbox.offer("all")  # 0 refuses; 1 and 2 take it now
+    outbox.flush()
+    assert [drain(q) for q in queues] == [["first"], ["all"], ["all"]]
+    assert outbox.offer("all")
+    outbox.flush()
+    assert [drain(q) for q in queues] == [["all"], [], []]
+
+
+def test_room_is_back_to_the_batch_size_once_offers_are_allowed_again_or_unblocked() -> None:
+    outbox, _ = outbox_to([10, 10], batch_size=4)
+    outbox.forbid_offers("snapshot_commit_finish")
+    assert outbox.room() == 0
+    outbox.forbid_offers(None)
+    assert outbox.room() == 4 and outbox.offer_batch([1, 2])
+    outbox.block(True)
+    assert outbox.room() == 0
+    outbox.block(False)
+    assert outbox.room() == 2 and outbox.offer_batch([3, 4])
+
+
+def test_flush_answers_false_while_an_ordinal_cannot_take_everything() -> None:
+    outbox, queues = outbox_to([1, 10], batch_size=3)
+    assert outbox.offer_to(0, "a") and outbox.offer_to(0, "b")
+    assert outbox.flush() is False
+    drain(queues[0])
+    assert outbox.flush() is True
+
+
+def test_the_ordinals_with_room_take_a_watermark_at_once_when_another_cannot() -> None:
+    outbox, queues = outbox_to([1, 10, 10], batch_size=3)
+    assert outbox.offer_to(0, "a") and outbox.offer_to(0, "b")
+    assert not outbox.offer(Watermark(4))  # "b" cannot leave ordinal 0, so its watermark waits
+    assert [drain(q) for q in queues] == [["a"], [Watermark(4)], [Watermark(4)]]
+    outbox.flush()  # the end of the call
+    assert outbox.offer(Watermark(4))
+    assert [drain(q) for q in queues] == [["b", Watermark(4)], [], []]
+
+
+# ---- snapshot entries in the buffers ---------------------------------------------------------
+
+
+def test_snapshot_entries_count_as_buffered_until_the_sink_takes_them() -> None:
+    sunk: list[SnapshotEntry] = []
+    outbox, _ = outbox_to([10], snapshot_sink=sunk.extend)
+    outbox.allow_snapshot_offers("save_to_snapshot")
+    assert outbox.offer_to_snapshot("k", 1)
+    assert outbox.buffered() == 1 and not outbox.is_empty()
+    assert outbox.flush()
+    assert outbox.buffered() == 0 and outbox.is_empty() and len(sunk) == 1
+    assert outbox.offer_to_snapshot("k2", 2)
+    assert outbox.flush() and len(sunk) == 2
+
+
+def test_without_a_snapshot_sink_flush_keeps_the_snapshot_entries() -> None:
+    outbox, (queue,) = outbox_to([10])
+    outbox.allow_snapshot_offers("save_to_snapshot")
+    assert outbox.offer("a") and outbox.offer_to_snapshot("k", 1)
+    assert outbox.flush()  # the items went out; the entries wait for whoever reads the buffer
+    assert drain(queue) == ["a"]
+    assert decode_entries(outbox.snapshot_buffer) == [("k", 1)]
+    assert outbox.buffered() == 1 and not outbox.is_empty()
+
+
 class Frozen:
     """A hashable key whose hash ignores its (mutable) parts; pickled, so routed by its pickle."""
 

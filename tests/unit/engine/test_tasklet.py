@@ -7,9 +7,12 @@ keeps the cases that need one tasklet stepped by hand with a real queue and snap
 from __future__ import annotations
 
 import itertools
+import logging
 from typing import Any
 
-from jetspark.core import DAG, AbstractProcessor, JobConfig
+import pytest
+
+from jetspark.core import DAG, AbstractProcessor, JobConfig, Watermark
 from jetspark.engine.outbox import OutboxImpl
 from jetspark.engine.queue import BoundedQueue
 from jetspark.engine.routing import UnicastCollector
@@ -17,6 +20,8 @@ from jetspark.engine.snapshot import SnapshotContext, decode_entries
 from jetspark.engine.special import SnapshotBarrier
 from jetspark.engine.tasklet import ProcessorTasklet, State
 from jetspark.planning.plan import build_plan
+from tests.contract.harness import DONE, TaskletHarness
+from tests.contract.recording import Behaviour, Boom, RecordingProcessor
 
 
 class Counting(AbstractProcessor):
@@ -107,3 +112,41 @@ def test_a_source_whose_offer_was_rejected_finishes_that_item_before_its_snapsho
     snapshots.start(0)
     stream = run_until_barrier(tasklet, queue)
     snapshot_taken_consistently(processor, snapshots, stream)
+
+
+def test_received_count_is_every_item_taken_from_the_inbound_queues() -> None:
+    """The member's "received" metric (runners/member.py) adds up each tasklet's received_count."""
+    sink = RecordingProcessor("sink", Behaviour())
+    harness = TaskletHarness(sink, inbound=[(0, 2), (0, 1)])
+    harness.feed(0, 0, "a", "b", Watermark(1), "c")
+    harness.feed(0, 1, "d")
+    harness.feed(1, 0, "e", "f")
+    harness.run()
+    assert len(sink.received) == 6
+    assert harness.tasklet.received_count == 6
+
+
+def test_the_repr_names_the_processor_and_its_state_for_hang_reports() -> None:
+    harness = TaskletHarness(RecordingProcessor("sink", Behaviour()), inbound=[(0, 1)], vertex="agg")
+    for state in State:
+        harness.tasklet.state = state
+        assert (
+            repr(harness.tasklet)
+            == f"ProcessorTasklet(vertex 'agg' processor #0, state={state.name.lower()})"
+        )
+
+
+def test_an_error_in_close_is_logged_naming_the_processor_and_never_raised(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    sink = RecordingProcessor("sink", Behaviour(raise_in="close"))
+    harness = TaskletHarness(sink, inbound=[(0, 1)], vertex="agg")
+    harness.feed(0, 0, DONE)
+    with caplog.at_level(logging.ERROR, logger="jetspark.engine"):
+        harness.run()
+    assert harness.tasklet.is_done
+    (record,) = [r for r in caplog.records if r.name == "jetspark.engine"]
+    assert record.getMessage() == "vertex 'agg' processor #0: close() failed; the error is ignored"
+    assert record.exc_info is not None and isinstance(record.exc_info[1], Boom)
+    harness.tasklet.close()  # once only
+    assert sink.count("close") == 1
