@@ -11,8 +11,8 @@ Each module is mutated with its own fast test selection (the tests that exercise
 mutmut 2.5.1 counts a mutant as killed only when the test command exits with 1; a mutant that
 breaks collection (exit 2), makes pytest error out (3, 4) or leaves no test to run (5) would count
 as survived. `pytest` runs the selection and turns any non-zero exit, and a run longer than
-`MUTATION_TEST_TIMEOUT` seconds (a mutant that makes a tasklet spin), into exit 1. Everything
-runs at `nice -n 19`: the machine is shared. Hypothesis runs derandomized (profile `mutation` of
+`MUTATION_TEST_TIMEOUT` seconds (default 900; a mutant that makes a tasklet spin), into exit 1.
+Everything runs at `nice -n 19`: the machine is shared. Hypothesis runs derandomized (profile `mutation` of
 tests/conftest.py), so a mutant is killed or not the same way every run.
 """
 
@@ -61,7 +61,7 @@ MODULES: dict[str, list[str]] = {
 
 def run_tests(args: list[str]) -> int:
     """Run pytest on `args`; 0 when it passed, 1 on any failure, error or timeout."""
-    timeout = float(os.environ.get("MUTATION_TEST_TIMEOUT", "120"))
+    timeout = float(os.environ.get("MUTATION_TEST_TIMEOUT", "900"))
     env = dict(os.environ, PYTHONPATH=str(ROOT), HYPOTHESIS_PROFILE="mutation")
     # -x: the first failure kills the mutant; no:jetspark: these tests need not the plugin's fixtures
     command = [
@@ -79,7 +79,10 @@ def run_tests(args: list[str]) -> int:
     try:
         code = subprocess.run(command, cwd=ROOT, env=env, timeout=timeout).returncode
     except subprocess.TimeoutExpired:
-        print(f"mutation runner: tests ran longer than {timeout} s: the mutant is killed")
+        message = f"mutation runner: tests ran longer than {timeout} s: the mutant is killed"
+        print(message)
+        with open(ROOT / ".mutation-timeouts.log", "a") as log:  # to tell a hang from a slow machine
+            print(message, file=log)
         return 1
     return 0 if code == 0 else 1
 

@@ -710,6 +710,15 @@ def test_items_reach_the_queue_across_many_flushes_on_every_path() -> None:
     assert outbox.emitted_count == len(sent)
 
 
+def test_each_item_offered_after_a_flush_reaches_the_queue_on_the_one_ordinal_fast_path() -> None:
+    outbox, (queue,) = outbox_to([10], batch_size=3)
+    for item in range(1, 5):
+        assert outbox.offer(item)
+        assert outbox.flush()
+        assert drain(queue) == [item]
+    assert outbox.emitted_count == 4
+
+
 def test_emitted_count_adds_up_over_flushes_and_partial_flushes() -> None:
     outbox, (queue,) = outbox_to([3], batch_size=5)
     assert outbox.offer_batch([1, 2, 3, 4, 5])
