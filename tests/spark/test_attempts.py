@@ -264,5 +264,8 @@ def test_a_speculative_copy_in_an_epoch_aborts_it_and_the_output_stays_exact(
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
     report = run_driver_script(script, json.dumps(spec), timeout=380, env=env)
     assert report["slowed"], report
-    assert report["aborted"] >= 1 and "again" in str(report["last_abort"]), report  # Spark speculated
+    # Spark speculated: a copy refuses to run a task again, or a consumer sees the input of a producer
+    # whose task was stopped or retried; which of them aborts the last epoch depends on timing
+    reasons = ("again (attempt", "stopped or retried")
+    assert report["aborted"] >= 1 and any(r in str(report["last_abort"]) for r in reasons), report
     assert report["exact"], report
