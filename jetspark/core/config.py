@@ -33,6 +33,56 @@ def _positive_or_none(_instance: object, attribute: attrs.Attribute[Any], value:
         checked_count(value, f"JobConfig.{attribute.name}")
 
 
+def _is_power_of_2_in(low: int, high: int) -> bool:
+    """Whether [low, high] holds a power of 2."""
+    power = 1
+    while power < low:
+        power *= 2
+    return power <= high
+
+
+class ParallelismDecider(enum.Enum):
+    """How an adaptive batch job decides a stage's member count from the bytes it consumes."""
+
+    #: FLIP-187: bytes / bytes_per_task rounded to the nearest power of 2, even subpartition ranges.
+    POWER_OF_2 = "power_of_2"
+    #: Contiguous subpartitions packed by their bytes (later Flink's "evenly distribute"): skew-aware.
+    EVENLY_BY_BYTES = "evenly_by_bytes"
+
+
+@attrs.frozen(kw_only=True)
+class AdaptiveParallelism:
+    """Settings of adaptive batch parallelism (`JobConfig.adaptive_parallelism`).
+
+    A stage after a distributed edge runs on as many members as its input needs: about
+    `bytes_per_task` bytes each, at least `min_parallelism` and at most `max_parallelism`. With
+    the `POWER_OF_2` decider the count is a power of 2, so [min, max] must hold one: a range that
+    does not is refused here, when the config is made.
+    """
+
+    decider: ParallelismDecider = ParallelismDecider.POWER_OF_2
+    bytes_per_task: int = 64 * 1024 * 1024
+    min_parallelism: int = 1
+    max_parallelism: int = 128
+
+    def __attrs_post_init__(self) -> None:
+        checked_count(self.bytes_per_task, "AdaptiveParallelism.bytes_per_task")
+        checked_count(self.min_parallelism, "AdaptiveParallelism.min_parallelism")
+        checked_count(self.max_parallelism, "AdaptiveParallelism.max_parallelism")
+        if self.min_parallelism > self.max_parallelism:
+            raise ValueError(
+                f"AdaptiveParallelism: min_parallelism {self.min_parallelism} is above max_parallelism "
+                f"{self.max_parallelism}"
+            )
+        if self.decider is ParallelismDecider.POWER_OF_2 and not _is_power_of_2_in(
+            self.min_parallelism, self.max_parallelism
+        ):
+            raise ValueError(
+                f"AdaptiveParallelism: no power of 2 lies in [min_parallelism, max_parallelism] = "
+                f"[{self.min_parallelism}, {self.max_parallelism}], which the power_of_2 decider needs"
+            )
+
+
 @attrs.define(kw_only=True)
 class JobConfig:
     """Settings of one job. All fields have defaults, so `JobConfig()` is a valid batch job config.
@@ -59,6 +109,14 @@ class JobConfig:
     #: Merge chains of built-in stateless steps joined by local edges into one vertex, as Jet
     #: does (`jetspark.planning.fusion`): fewer queues per item; the merged vertices' metrics go.
     fuse_vertices: bool = True
+    #: Leave out what cannot do work (`jetspark.planning.pruning`): processors that do no work
+    #: without input and get none, members left with nothing, source partitions a key predicate
+    #: excludes. Applies to jobs without a processing guarantee (a restored processor may have
+    #: work without input). Off: every member runs every vertex, as before pruning existed.
+    pruning: bool = True
+    #: Batch jobs on Spark: decide the member count of each stage after a distributed edge from
+    #: the bytes its producers wrote (`jetspark.planning.adaptive`). None (the default): off.
+    adaptive_parallelism: AdaptiveParallelism | None = None
 
     @property
     def snapshots_enabled(self) -> bool:
