@@ -142,6 +142,11 @@ class Edge:
         return self.key_fn.key if isinstance(self.key_fn, _ConstantKey) else None
 
     @property
+    def has_constant_key(self) -> bool:
+        """True for an `all_to_one` edge: every item goes to one partition, known when planning."""
+        return isinstance(self.key_fn, _ConstantKey)
+
+    @property
     def name(self) -> str:
         dest = self.destination.name if self.destination is not None else "?"
         return f"{self.source.name}[{self.source_ordinal}] -> {dest}[{self.dest_ordinal}]"

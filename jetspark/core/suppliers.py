@@ -29,15 +29,25 @@ class ProcessorSupplier(abc.ABC):
     def close(self, error: BaseException | None) -> None:  # noqa: B027
         """Called after every processor of this member was closed; `error` is the job's failure."""
 
+    def does_work_without_input(self) -> bool:
+        """What `ProcessorMetaSupplier.of(this).does_work_without_input()` answers. Default: True."""
+        return True
+
     @staticmethod
-    def of(factory: Callable[[], Processor]) -> ProcessorSupplier:
-        """A supplier that calls `factory` once per processor."""
-        return _FactorySupplier(factory)
+    def of(factory: Callable[[], Processor], does_work_without_input: bool = True) -> ProcessorSupplier:
+        """A supplier that calls `factory` once per processor. Pass `does_work_without_input=False`
+        when a processor that receives nothing emits nothing and has no effect (a sink, a
+        transform), so that the planner may prune it (`ProcessorMetaSupplier.does_work_without_input`)."""
+        return _FactorySupplier(factory, does_work_without_input)
 
 
 class _FactorySupplier(ProcessorSupplier):
-    def __init__(self, factory: Callable[[], Processor]) -> None:
+    def __init__(self, factory: Callable[[], Processor], does_work_without_input: bool = True) -> None:
         self.factory = factory
+        self._works_alone = does_work_without_input
+
+    def does_work_without_input(self) -> bool:
+        return self._works_alone
 
     def get(self, count: int) -> list[Processor]:
         return [self.factory() for _ in range(count)]
@@ -66,9 +76,15 @@ class ProcessorMetaSupplier(abc.ABC):
         """Map each member index to its supplier, or to None when the member runs no processor."""
 
     def does_work_without_input(self) -> bool:
-        """False if a processor whose inbound edges were all pruned away would do nothing.
+        """False if a processor that receives no item would do nothing: emit nothing, write
+        nothing, change nothing (a transform, a keyed aggregation, a collecting sink).
 
-        The planner then drops such processors, and members left with no work. Default: True.
+        Then, in a job without a processing guarantee, the planner does not create the vertex's
+        processors on a member where no producer sends to them (or anywhere, for a vertex without
+        inbound edges), and a member left with no processor of any vertex is not deployed
+        (`jetspark.planning.pruning`). True (the default) keeps every processor the meta supplier
+        gives: a processor that emits a result for empty input (a count that emits 0) must
+        answer True.
         """
         return True
 
@@ -92,6 +108,9 @@ class _SameEverywhere(ProcessorMetaSupplier):
 
     def preferred_local_parallelism(self) -> int:
         return self._preferred
+
+    def does_work_without_input(self) -> bool:
+        return self.supplier.does_work_without_input()
 
     def get(self, member_indexes: Sequence[int]) -> MemberSuppliers:
         return {index: self.supplier for index in member_indexes}

@@ -35,6 +35,8 @@ class EdgeDef:
     partitioner: Partitioner = default_partitioner
     #: The key of an `all_to_one` edge, else None.
     constant_key: Any = None
+    #: An `all_to_one` edge (its constant key may itself be None).
+    has_constant_key: bool = False
 
     @classmethod
     def of(cls, edge: Edge, index: int) -> EdgeDef:
@@ -53,6 +55,7 @@ class EdgeDef:
             key_fn=edge.key_fn,
             partitioner=edge.partitioner,
             constant_key=edge.constant_key,
+            has_constant_key=edge.has_constant_key,
         )
 
     @property

@@ -24,6 +24,7 @@ from jetspark.core.processor import Processor
 from jetspark.core.suppliers import ProcessorSupplier, resolve_member_supplier
 from jetspark.planning.defs import EdgeDef
 from jetspark.planning.partitions import PartitionArrangement
+from jetspark.planning.pruning import PruningReport, prune, pruning_disabled
 
 ProcessorId = tuple[int, int]  # (member index, local index)
 
@@ -69,6 +70,8 @@ class ExecutionPlan:
     arrangement: PartitionArrangement
     vertices: dict[str, VertexPlan]
     logger: logging.Logger
+    #: What pruning left out (`planning.pruning`); its `disabled` is set when pruning is off.
+    pruning: PruningReport = attrs.field(factory=lambda: PruningReport(0))
     #: (source vertex, source ordinal, producer) -> its consumers; keyed by names, so it survives pickling.
     _consumer_cache: dict[tuple[str, int, ProcessorId], set[ProcessorId]] = attrs.field(
         factory=dict, init=False
@@ -76,6 +79,35 @@ class ExecutionPlan:
 
     def vertex_plan(self, name: str) -> VertexPlan:
         return self.vertices[name]
+
+    # ---- what pruning asks (planning.pruning.PlanView) ---------------------------------------
+
+    def vertex_members(self, vertex: str) -> list[int]:
+        return self.vertices[vertex].members()
+
+    def vertex_inbound(self, vertex: str) -> list[EdgeDef]:
+        return self.vertices[vertex].inbound
+
+    def vertex_local_parallelism(self, vertex: str) -> int:
+        return self.vertices[vertex].local_parallelism
+
+    def drop_member(self, vertex: str, member: int) -> None:
+        self.vertices[vertex].suppliers[member] = None
+
+    def owner_member(self, partition: int) -> int:
+        return self.arrangement.owner_member(partition)
+
+    def constant_key_partition(self, edge: EdgeDef) -> int | None:
+        """The partition of a constant-key edge's key when pruning narrows that edge to the
+        key's owner, else None."""
+        if not edge.has_constant_key or self.pruning.disabled is not None:
+            return None
+        return edge.partitioner(edge.constant_key, self.arrangement.partition_count)
+
+    def stage_members(self, vertices: Sequence[str]) -> tuple[int, ...]:
+        """Members that run a processor of one of `vertices`, at least one (a stage's task count)."""
+        members = sorted({m for v in vertices for m in self.vertices[v].members()})
+        return tuple(members) if members else (0,)
 
     def edge_def(self, edge: Edge) -> EdgeDef:
         """The plan's definition of the DAG edge `edge`."""
@@ -152,6 +184,25 @@ class ExecutionPlan:
                 "(its meta supplier returned None); items would be lost"
             )
         targets = EdgeTargets(consumers=reachable)
+        constant = self.constant_key_partition(edge)
+        if constant is not None:  # pruning: only the key's owner consumes
+            owner = (
+                (
+                    self.arrangement.owner_member(constant),
+                    self.arrangement.local_owner(constant, down.local_parallelism, True),
+                )
+                if edge.is_distributed
+                else (member, self.arrangement.local_owner(constant, down.local_parallelism, False))
+            )
+            if owner not in reachable:
+                raise DagValidationError(
+                    f"edge {edge.name}: its constant key's partition {constant} belongs to processor {owner} "
+                    f"of vertex {down.name!r}, which does not exist (its meta supplier returned None for "
+                    f"member {owner[0]})"
+                )
+            return EdgeTargets(
+                consumers=[owner], partition_to_consumer=[0] * self.arrangement.partition_count
+            )
         if edge.routing is RoutingPolicy.PARTITIONED:
             index_of = {c: i for i, c in enumerate(reachable)}
             lp = down.local_parallelism
@@ -274,6 +325,7 @@ def build_plan(
         arrangement=PartitionArrangement(partition_count, member_count),
         vertices={},
         logger=logging.getLogger("jetspark.job"),
+        pruning=PruningReport(member_count, disabled=pruning_disabled(config)),
     )
     for vertex in dag.topological_order():
         lp = resolve_local_parallelism(vertex, config)
@@ -293,4 +345,5 @@ def build_plan(
                 (e for e in edges if e.source_name == vertex.name), key=lambda e: e.source_ordinal
             ),
         )
+    prune(plan, dag, plan.pruning)
     return plan

@@ -214,14 +214,14 @@ def collect() -> ProcessorSupplier:
 
     Each `process` call adds its whole batch at once. Not transactional (see the module docstring).
     """
-    return ProcessorSupplier.of(_CollectP)
+    return ProcessorSupplier.of(_CollectP, does_work_without_input=False)
 
 
 def logger(level: int = logging.INFO) -> ProcessorSupplier:
     """Log each item (`%r`) at `level` with the logger `jetspark.vertex.<vertex name>`."""
-    return ProcessorSupplier.of(functools.partial(_LoggerP, level))
+    return ProcessorSupplier.of(functools.partial(_LoggerP, level), does_work_without_input=False)
 
 
 def noop() -> ProcessorSupplier:
     """Drop every item (for benchmarks and for DAGs whose output is a side effect)."""
-    return ProcessorSupplier.of(_NoopP)
+    return ProcessorSupplier.of(_NoopP, does_work_without_input=False)

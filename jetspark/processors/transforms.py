@@ -184,6 +184,10 @@ class StepsSupplier(FusibleSupplier):
     def stateless_steps(self) -> tuple[Step, ...]:
         return self.steps
 
+    def does_work_without_input(self) -> bool:
+        """Stateless steps make items only out of items."""
+        return False
+
     def with_leading_steps(self, steps: tuple[CoreStep, ...]) -> StepsSupplier:
         return StepsSupplier(checked_steps(cast("tuple[Step, ...]", steps), "fused") + self.steps)
 

@@ -7,6 +7,7 @@ import threading
 from typing import TypeVar
 
 from jetspark.core.errors import JobCancelledError, JobTimeoutError
+from jetspark.planning.plan import ExecutionPlan
 
 Self = TypeVar("Self", bound="JobHandle")
 
@@ -24,11 +25,25 @@ class JobHandle:
     """Base of `LocalJob` and `SparkJob`. Subclasses set `status` and `error`, then `_finished`."""
 
     name: str
+    #: The plan of the job's current (or last) execution; None before it was planned.
+    plan: ExecutionPlan | None
 
     def __init__(self) -> None:
+        self.plan = None
         self.status = JobStatus.NOT_STARTED
         self.error: BaseException | None = None
         self._finished = threading.Event()
+
+    def plan_metrics(self) -> dict[str, int]:
+        """What the planner decided for the job: members deployed and pruned, processors pruned,
+        source partitions read and pruned (`jetspark.planning.pruning`)."""
+        return self.plan.pruning.metrics() if self.plan is not None else {}
+
+    def explain(self) -> str:
+        """The job's plan in words: stages, members, and what was pruned and why."""
+        from jetspark.planning.explain import explain_plan
+
+        return explain_plan(self.plan) if self.plan is not None else "not planned yet"
 
     def join(self: Self, timeout: float | None = None) -> Self:
         """Wait for the job to end; re-raise its failure. Raises JobTimeoutError on timeout and

@@ -111,6 +111,7 @@ class LocalJob(JobHandle):
     def start(self, restore: Snapshot | None = None) -> LocalJob:
         """Plan in the caller's thread, so that a bad DAG or config raises here, then run."""
         plan = build_plan(self.dag, self.config, self.member_count, job_id=self.job_id)
+        self.plan = plan
         self._finished.clear()
         self.status = JobStatus.RUNNING
         self._thread = threading.Thread(
@@ -184,8 +185,10 @@ class LocalJob(JobHandle):
         return self._results.items(vertex)
 
     def metrics(self) -> dict[str, dict[str, int]]:
-        """Per vertex: items `received` into inboxes and `emitted` downstream, over all executions."""
-        out = {name: dict(values) for name, values in self._metrics_base.items()}
+        """Per vertex: items `received` into inboxes and `emitted` downstream, over all executions
+        (a vertex pruned everywhere counts zero)."""
+        out = {vertex.name: {"received": 0, "emitted": 0} for vertex in self.dag}
+        add_metrics(out, self._metrics_base)
         add_metrics(out, tasklet_metrics(self._tasklets))
         return out
 
@@ -287,6 +290,7 @@ class LocalJob(JobHandle):
         failure: BaseException | None = None
         try:
             plan = first_plan or build_plan(self.dag, self.config, self.member_count, job_id=self.job_id)
+            self.plan = plan
             placements = [(name, m) for name, vp in plan.vertices.items() for m in vp.members()]
             last_id = restore.snapshot_id if restore is not None else -1
             processor_count = sum(plan.vertices[name].local_parallelism for name, _ in placements)

@@ -4,6 +4,8 @@ and N respects [min, max] as far as the subpartition count allows."""
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -31,7 +33,7 @@ def settings(draw: st.DrawFn) -> AdaptiveParallelism:
 def assert_exact_cover(ranges: list[tuple[int, int]], subpartitions: int) -> None:
     assert 1 <= len(ranges) <= subpartitions
     assert ranges[0][0] == 0 and ranges[-1][1] == subpartitions - 1
-    for (_, end), (start, _) in zip(ranges, ranges[1:]):
+    for (_, end), (start, _) in itertools.pairwise(ranges):
         assert start == end + 1, ranges  # contiguous, in order, no gap, no overlap
     assert all(first <= last for first, last in ranges)
 

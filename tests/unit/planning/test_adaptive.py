@@ -92,7 +92,7 @@ def test_a_range_without_a_power_of_2_is_a_configuration_error() -> None:
 
 
 def test_bad_settings_name_the_option() -> None:
-    with pytest.raises(ValueError, match="AdaptiveParallelism.bytes_per_task must be an int >= 1"):
+    with pytest.raises(ValueError, match=r"AdaptiveParallelism\.bytes_per_task must be an int >= 1"):
         AdaptiveParallelism(bytes_per_task=0)
     with pytest.raises(ValueError, match="min_parallelism 8 is above max_parallelism 4"):
         AdaptiveParallelism(min_parallelism=8, max_parallelism=4)

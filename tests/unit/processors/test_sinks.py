@@ -54,7 +54,7 @@ def collect_processor(attributes: dict[str, Any]) -> Any:
     """A collect processor initialised by the planner's context for vertex 'out'."""
     dag = DAG()
     dag.new_vertex("out", P.collect())
-    plan = build_plan(dag, JobConfig(), 1)
+    plan = build_plan(dag, JobConfig(pruning=False), 1)  # alone, it would be pruned
     [processor] = plan.create_processors("out", 0)
     context = plan.processor_context("out", 0, 0)
     context.attributes.update(attributes)
