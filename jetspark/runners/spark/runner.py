@@ -69,6 +69,8 @@ class SparkJob(JobHandle):
     """Handle of a job on the Spark runner; the same interface as the local runner's `LocalJob`
     for batch jobs: `join`, `cancel`, `status`, `result`, `metrics`."""
 
+    plan: ExecutionPlan  # planned at submit
+
     def __init__(
         self,
         spark: Any,
