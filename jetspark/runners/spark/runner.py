@@ -26,7 +26,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from jetspark.core.config import JobConfig, ProcessingGuarantee, checked_count
@@ -61,8 +61,19 @@ _log = logging.getLogger("jetspark.spark")
 DEFAULT_RECORD_ITEMS = 4096
 
 
-def _identity(member: int) -> int:
-    return member
+def _task_of_member(tasks: dict[int, int], member: int) -> int:
+    """The Spark partition (task) of a stage that runs `member`. A record addressed to a member
+    that runs nothing of the stage (results and metrics passing through) goes to any task."""
+    task = tasks.get(member)
+    return member % len(tasks) if task is None else task
+
+
+def stage_members(plan: ExecutionPlan, vertices: Sequence[str]) -> tuple[int, ...]:
+    """The members a stage runs on, task i running member i: all of them unless pruning is on,
+    then those running a processor of one of `vertices` (`ExecutionPlan.stage_members`)."""
+    if plan.pruning.disabled is not None:
+        return tuple(range(plan.member_count))
+    return plan.stage_members(vertices)
 
 
 class SparkJob(JobHandle):
@@ -139,6 +150,12 @@ class SparkJob(JobHandle):
             sc.cancelJobGroup(self.group)
 
     # ---- results --------------------------------------------------------------------------
+
+    def explain(self) -> str:
+        """The job's plan in words, stage by stage with each stage's task count."""
+        from jetspark.planning.explain import explain_plan
+
+        return explain_plan(self.plan, self.stages)
 
     def result(self, vertex: str) -> list[Any]:
         """Items a collecting sink vertex received."""
@@ -325,7 +342,15 @@ class SparkRunner:
         check_picklable(plan, config)
         carriers = {s.index: (s.downstream[0] if s.downstream else DRIVER) for s in stages.stages}
         rdd_sources = frozenset(v.name for v in dag if isinstance(v.meta_supplier, RddSource))
-        spec = TaskSpec(plan, stages, carriers, self.batch_size, self.record_items, rdd_sources)
+        spec = TaskSpec(
+            plan,
+            stages,
+            carriers,
+            self.batch_size,
+            self.record_items,
+            rdd_sources,
+            {stage.index: stage_members(plan, stage.vertices) for stage in stages.stages},
+        )
         spec_bytes = dumps(spec)
         name = config.name or f"job-{job_id}"
         if store is not None:
@@ -424,7 +449,7 @@ class SparkRunner:
         from pyspark import StorageLevel
 
         members = plan.member_count
-        rdd_sources = {v.name: v.meta_supplier.rdd for v in dag if isinstance(v.meta_supplier, RddSource)}
+        rdd_sources = {v.name: v.meta_supplier for v in dag if isinstance(v.meta_supplier, RddSource)}
         outputs: dict[int, Any] = {}
         persisted: list[Any] = []
 
@@ -436,21 +461,26 @@ class SparkRunner:
             inputs = [outputs[u].filter(functools.partial(addressed_to, stage.index)) for u in stage.upstream]
             feeders = [describe(u) for u in stage.upstream]
             own_sources = [v for v in stage.vertices if v in rdd_sources]
+            live = stage_members(plan, stage.vertices)  # pruning: one task per member with work
             direct = (
                 not inputs
                 and len(own_sources) == 1
-                and rdd_sources[own_sources[0]].getNumPartitions() == members
+                and rdd_sources[own_sources[0]].partitions == tuple(range(members))
+                and live == tuple(range(members))
             )
             if direct:  # member m reads partition m of its source's RDD in place
                 with call_site(sc, label):
                     task = functools.partial(
                         run_stage_task, spec_bytes, stage.index, own_sources[0], epoch_bytes=epoch_bytes
                     )
-                    rdd = rdd_sources[own_sources[0]].mapPartitionsWithIndex(task)
+                    rdd = rdd_sources[own_sources[0]].rdd.mapPartitionsWithIndex(task)
             else:
                 for vertex in own_sources:
-                    tag = functools.partial(source_records, stage.index, vertex, members, self.record_items)
-                    inputs.append(rdd_sources[vertex].mapPartitionsWithIndex(tag))
+                    source = rdd_sources[vertex]
+                    tag = functools.partial(
+                        source_records, stage.index, vertex, members, self.record_items, source.partitions
+                    )
+                    inputs.append(source.rdd_to_read().mapPartitionsWithIndex(tag))
                     feeders.append(f"the RDD of vertex {vertex!r}")
                 task = functools.partial(
                     run_stage_task, spec_bytes, stage.index, None, epoch_bytes=epoch_bytes
@@ -458,12 +488,13 @@ class SparkRunner:
                 if inputs:
                     # the Spark stage that writes this shuffle runs the feeding stages' tasks
                     with call_site(sc, f"jetspark {name}: {', '.join(feeders)} -> stage {stage.index}"):
-                        shuffled = sc.union(inputs).partitionBy(members, _identity)
+                        to_task = functools.partial(_task_of_member, {m: i for i, m in enumerate(live)})
+                        shuffled = sc.union(inputs).partitionBy(len(live), to_task)
                     with call_site(sc, label):
                         rdd = shuffled.mapPartitionsWithIndex(task)
                 else:
                     with call_site(sc, label):
-                        rdd = sc.parallelize([], members).mapPartitionsWithIndex(task)
+                        rdd = sc.parallelize([], len(live)).mapPartitionsWithIndex(task)
             rdd.setName(label)
             if len(stage.downstream) > 1:
                 rdd.persist(StorageLevel.MEMORY_AND_DISK)

@@ -6,11 +6,17 @@ p of the RDD goes to member `p % member_count`, whose processors of the vertex s
 (each processor takes the next chunk when it has room). When the RDD has exactly member count
 partitions and the stage has no other input, member m reads partition m in place, with no shuffle.
 These sources run on the Spark runner only.
+
+Pruning (seed 000): a member that reads no partition of the RDD gets no processor of the vertex.
+`from_rdd(rdd, keys=...)` over a pair RDD partitioned with `partitionBy` reads only the partitions
+its keys hash to (the RDD's own partitioner decides, on the driver), emits only the pairs whose
+key is one of `keys`, and reports the partitions it left out (`planning.pruning.PartitionPrunable`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from jetspark.core.context import ProcessorContext
@@ -19,6 +25,7 @@ from jetspark.core.outbox import Outbox
 from jetspark.core.processor import Processor
 from jetspark.core.suppliers import MemberSuppliers, ProcessorMetaSupplier, ProcessorSupplier
 from jetspark.core.watermark import Watermark
+from jetspark.planning.pruning import PartitionPruning
 from jetspark.runners.spark.shuffle_in import SourceInput
 from jetspark.runners.spark.task import SPARK_INPUT_ATTRIBUTE
 
@@ -62,25 +69,82 @@ class _SparkInputSupplier(ProcessorSupplier):
         return [_SparkInputP() for _ in range(count)]
 
 
+def _key_in(keys: frozenset[Any], pair: Any) -> bool:
+    return pair[0] in keys
+
+
 class RddSource(ProcessorMetaSupplier):
     """Meta supplier of a source vertex over `rdd`; the Spark runner recognises it by type."""
 
-    def __init__(self, rdd: Any) -> None:
+    def __init__(self, rdd: Any, keys: Collection[Any] | None = None) -> None:
         self.rdd = rdd
+        self.keys = None if keys is None else frozenset(keys)
+        total = rdd.getNumPartitions()
+        #: The partitions this source reads, in order.
+        self.partitions: tuple[int, ...] = tuple(range(total))
+        if self.keys is not None:
+            partitioner = getattr(rdd, "partitioner", None)
+            if partitioner is None:
+                raise ValueError(
+                    "from_rdd(keys=...): the RDD has no partitioner, so the partitions of the keys are "
+                    "unknown; partition it with rdd.partitionBy(n, partition_func) first"
+                )
+            self.partitions = tuple(sorted({partitioner(key) for key in self.keys}))
 
     def get(self, member_indexes: Sequence[int]) -> MemberSuppliers:
+        """A supplier for each member that reads a partition (partition p goes to p % members)."""
         supplier = _SparkInputSupplier()
-        return {m: supplier for m in member_indexes}
+        count = len(member_indexes)
+        reading = {p % count for p in self.partitions}
+        return {m: supplier if m in reading else None for m in member_indexes}
+
+    def partition_pruning(self, vertex: str) -> PartitionPruning | None:
+        total = self.rdd.getNumPartitions()
+        if len(self.partitions) == total:
+            return None
+        keys = sorted(map(repr, self.keys or ()))
+        shown = ", ".join(keys[:5]) + (", ..." if len(keys) > 5 else "")
+        return PartitionPruning(vertex, self.partitions, total, f"only keys {shown} are read")
+
+    def rdd_to_read(self) -> Any:
+        """The RDD the runner reads: `rdd`, or with keys, its partitions `partitions` alone (in
+        order, so RDD partition i is `partitions[i]`) and their pairs with one of the keys."""
+        if self.keys is None:
+            return self.rdd
+        return _only_partitions(self.rdd, self.partitions).filter(functools.partial(_key_in, self.keys))
 
     def __reduce__(self) -> Any:
         raise TypeError("an RDD source stays on the Spark driver; it is never pickled")
 
 
-def from_rdd(rdd: Any) -> RddSource:
-    """A source vertex emitting the items of `rdd` (a pyspark RDD), spread over the members."""
+def _only_partitions(rdd: Any, partitions: Sequence[int]) -> Any:
+    """`rdd` cut to `partitions`, without computing the others: Spark's PartitionPruningRDD,
+    whose filter is a Scala set of the partition indexes (a Set[Int] is an Int => Boolean)."""
+    from pyspark.rdd import RDD
+
+    sc = rdd.context
+    jvm = sc._jvm
+    indexes = jvm.java.util.ArrayList()
+    for partition in partitions:
+        indexes.add(partition)
+    wanted = jvm.scala.collection.JavaConverters.asScalaBufferConverter(indexes).asScala().toSet()
+    pruned = jvm.org.apache.spark.rdd.PartitionPruningRDD.create(rdd._jrdd.rdd(), wanted)
+    return RDD(pruned.toJavaRDD(), sc, rdd._jrdd_deserializer)
+
+
+def from_rdd(rdd: Any, keys: Collection[Any] | None = None) -> RddSource:
+    """A source vertex emitting the items of `rdd` (a pyspark RDD), spread over the members.
+
+    With `keys`, `rdd` must be a pair RDD with a partitioner (`rdd.partitionBy(n, func)`): the
+    source emits only the pairs whose key is in `keys` and reads only the partitions they are in
+    (partition pruning; `JobHandle.plan_metrics()` counts what it left out). The partitioner's
+    function runs on the driver for each key, so it must give the same answer there as on the
+    executors (jetspark's `stable_hash` does; pyspark's default `portable_hash` of a str needs
+    PYTHONHASHSEED set on the driver).
+    """
     if not hasattr(rdd, "mapPartitionsWithIndex") or not hasattr(rdd, "getNumPartitions"):
         raise TypeError(f"from_rdd() needs a pyspark RDD, got {type(rdd).__name__}")
-    return RddSource(rdd)
+    return RddSource(rdd, keys)
 
 
 def from_dataframe(df: Any) -> RddSource:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import pickle
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import attrs
@@ -65,12 +65,23 @@ class TaskSpec:
     record_items: int
     #: `from_rdd` source vertices: their members read Spark data (in place or shuffled).
     rdd_sources: frozenset[str] = frozenset()
+    #: stage index -> the members its tasks run (task i runs member i); absent: task i is member i.
+    stage_members: dict[int, tuple[int, ...]] = attrs.field(factory=dict)
 
 
 def source_records(
-    stage: int, vertex: str, member_count: int, record_items: int, partition: int, items: Iterable[Any]
+    stage: int,
+    vertex: str,
+    member_count: int,
+    record_items: int,
+    partitions: Sequence[int] | None,
+    index: int,
+    items: Iterable[Any],
 ) -> Iterator[Record]:
-    """Tag the items of one partition of a `from_rdd` RDD for member `partition % member_count`."""
+    """Tag the items of one partition of a `from_rdd` RDD for member `partition % member_count`.
+    `index` is the partition's position in the RDD read, `partitions[index]` its number in the
+    source's RDD (they differ when partition pruning left partitions out)."""
+    partition = index if partitions is None else partitions[index]
     member = partition % member_count
     it = iter(items)
     seq = 0
@@ -104,6 +115,8 @@ def run_stage_task(
         )
         raise encode_failure(_failed(message, None, cause), None, None) from cause
     plan = spec.plan
+    if stage_index in spec.stage_members:  # pruning: task `member` runs the stage's member-th member
+        member = spec.stage_members[stage_index][member]
     stage = spec.stages.stages[stage_index]
     carrier = spec.carriers[stage_index]
     output = TaskOutput()
