@@ -64,11 +64,16 @@ class AdaptiveParallelism:
     bytes_per_task: int = 64 * 1024 * 1024
     min_parallelism: int = 1
     max_parallelism: int = 128
+    #: Tasks of a stage without a shuffle into it (FLIP-187's default source parallelism);
+    #: None: Spark's default parallelism.
+    source_parallelism: int | None = None
 
     def __attrs_post_init__(self) -> None:
         checked_count(self.bytes_per_task, "AdaptiveParallelism.bytes_per_task")
         checked_count(self.min_parallelism, "AdaptiveParallelism.min_parallelism")
         checked_count(self.max_parallelism, "AdaptiveParallelism.max_parallelism")
+        if self.source_parallelism is not None:
+            checked_count(self.source_parallelism, "AdaptiveParallelism.source_parallelism")
         if self.min_parallelism > self.max_parallelism:
             raise ValueError(
                 f"AdaptiveParallelism: min_parallelism {self.min_parallelism} is above max_parallelism "

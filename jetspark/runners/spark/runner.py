@@ -39,6 +39,8 @@ from jetspark.planning.stages import StagePlan, build_stages
 from jetspark.processors.sinks import FilesSink
 from jetspark.runners.job import JobHandle, JobStatus
 from jetspark.runners.output import OutputCommitter
+from jetspark.runners.spark import adaptive
+from jetspark.runners.spark.adaptive import StageDecision
 from jetspark.runners.spark.failures import decode_failure
 from jetspark.runners.spark.records import (
     DRIVER,
@@ -122,6 +124,9 @@ class SparkJob(JobHandle):
         self._dataframes: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        #: Adaptive parallelism: what was decided for each stage after a shuffle (bytes per
+        #: subpartition and each task's range), in stage order.
+        self.adaptive_decisions: list[StageDecision] = []
 
     # ---- control --------------------------------------------------------------------------
 
@@ -212,6 +217,9 @@ class SparkJob(JobHandle):
                 if self.status is JobStatus.CANCELLED:
                     return None
             try:
+                if self._final_rdd is None:  # adaptive parallelism: built (and partly run) here
+                    assert self._rebuild is not None
+                    self._final_rdd, self._persisted = self._rebuild()
                 with call_site(sc, self._final_rdd.name()):
                     records: list[Record] = self._final_rdd.collect()
                 return records
@@ -229,7 +237,7 @@ class SparkJob(JobHandle):
             )
             self._unpersist()
             time.sleep(delay)
-            self._final_rdd, self._persisted = self._rebuild()
+            self._final_rdd = None  # built again at the top of the loop
 
     def _unpersist(self) -> None:
         for rdd in self._persisted:
@@ -349,7 +357,6 @@ class SparkRunner:
             self.batch_size,
             self.record_items,
             rdd_sources,
-            {stage.index: stage_members(plan, stage.vertices) for stage in stages.stages},
         )
         spec_bytes = dumps(spec)
         name = config.name or f"job-{job_id}"
@@ -374,10 +381,18 @@ class SparkRunner:
                 backoff=self.restart_backoff,
             )
             return job.start_from(initial)
-        final_rdd, persisted = self._build_rdds(sc, name, spec_bytes, dag, plan, stages)
+        decisions: list[StageDecision] | None = None if config.adaptive_parallelism is None else []
+
+        def rebuild() -> tuple[Any, list[Any]]:
+            if decisions is not None:
+                decisions.clear()
+            return self._build_rdds(sc, name, spec_bytes, dag, plan, stages, decisions=decisions)
+
+        # adaptive parallelism runs Spark jobs while it builds: that happens in the job's thread
+        final_rdd, persisted = (None, []) if decisions is not None else rebuild()
         committer = OutputCommitter.of(job_id, dag)
         committer.prepare()
-        return SparkJob(
+        batch = SparkJob(
             spark,
             dag,
             config,
@@ -386,10 +401,12 @@ class SparkRunner:
             final_rdd,
             persisted,
             committer,
-            rebuild=lambda: self._build_rdds(sc, name, spec_bytes, dag, plan, stages),
+            rebuild=rebuild,
             max_restarts=self.max_restarts,
             backoff=self.restart_backoff,
-        ).start()
+        )
+        batch.adaptive_decisions = decisions if decisions is not None else []
+        return batch.start()
 
     def _open_store(
         self, dag: DAG, config: JobConfig, job_id: str
@@ -407,6 +424,11 @@ class SparkRunner:
             raise ValueError(
                 f"job with processing guarantee {config.processing_guarantee.value}: set JobConfig.name; "
                 "the job's snapshots are kept under its name, and it resumes from them when submitted again"
+            )
+        if config.adaptive_parallelism is not None:
+            raise ValueError(
+                f"job {name!r}: JobConfig.adaptive_parallelism applies to batch jobs (processing guarantee "
+                "NONE); a job in epochs keeps one task per member"
             )
         for vertex in dag:
             supplier = vertex.meta_supplier
@@ -445,10 +467,15 @@ class SparkRunner:
         plan: ExecutionPlan,
         stages: StagePlan,
         epoch_bytes: bytes | None = None,
+        decisions: list[StageDecision] | None = None,
     ) -> tuple[Any, list[Any]]:
+        """The job's RDDs, stage by stage. With `decisions` (adaptive parallelism: a batch job
+        whose config asks for it), the shuffle into each stage is written and measured now, and
+        the stage's task count decided from it (`spark.adaptive`); the decisions are appended."""
         from pyspark import StorageLevel
 
         members = plan.member_count
+        settings = plan.config.adaptive_parallelism if decisions is not None else None
         rdd_sources = {v.name: v.meta_supplier for v in dag if isinstance(v.meta_supplier, RddSource)}
         outputs: dict[int, Any] = {}
         persisted: list[Any] = []
@@ -482,19 +509,39 @@ class SparkRunner:
                     )
                     inputs.append(source.rdd_to_read().mapPartitionsWithIndex(tag))
                     feeders.append(f"the RDD of vertex {vertex!r}")
-                task = functools.partial(
-                    run_stage_task, spec_bytes, stage.index, None, epoch_bytes=epoch_bytes
-                )
+                to_task = functools.partial(_task_of_member, {m: i for i, m in enumerate(live)})
+                adapt = settings is not None and not own_sources
+                ranges = [(i, i) for i in range(len(live))]
                 if inputs:
                     # the Spark stage that writes this shuffle runs the feeding stages' tasks
                     with call_site(sc, f"jetspark {name}: {', '.join(feeders)} -> stage {stage.index}"):
-                        to_task = functools.partial(_task_of_member, {m: i for i, m in enumerate(live)})
-                        shuffled = sc.union(inputs).partitionBy(len(live), to_task)
-                    with call_site(sc, label):
-                        rdd = shuffled.mapPartitionsWithIndex(task)
+                        if adapt:
+                            assert settings is not None and decisions is not None
+                            shuffled, sizes, broadcast = adaptive.measure_and_write(
+                                sc, sc.union(inputs), plan, live, to_task
+                            )
+                            decision = adaptive.decide(stage.index, sizes, broadcast, settings)
+                            decisions.append(decision)
+                            ranges = list(decision.ranges)
+                            stage_input = adaptive.read_ranges(sc, shuffled, ranges)
+                        else:
+                            stage_input = sc.union(inputs).partitionBy(len(live), to_task)
                 else:
-                    with call_site(sc, label):
-                        rdd = sc.parallelize([], len(live)).mapPartitionsWithIndex(task)
+                    if adapt:
+                        assert settings is not None
+                        ranges = adaptive.source_ranges(live, settings, sc.defaultParallelism)
+                    stage_input = sc.parallelize([], len(ranges))
+                task_members = tuple(live[first : last + 1] for first, last in ranges)
+                task = functools.partial(
+                    run_stage_task,
+                    spec_bytes,
+                    stage.index,
+                    None,
+                    epoch_bytes=epoch_bytes,
+                    task_members=task_members,
+                )
+                with call_site(sc, label):
+                    rdd = stage_input.mapPartitionsWithIndex(task)
             rdd.setName(label)
             if len(stage.downstream) > 1:
                 rdd.persist(StorageLevel.MEMORY_AND_DISK)

@@ -26,6 +26,7 @@ from jetspark.core.processor import Processor
 from jetspark.core.suppliers import MemberSuppliers, ProcessorMetaSupplier, ProcessorSupplier
 from jetspark.core.watermark import Watermark
 from jetspark.planning.pruning import PartitionPruning
+from jetspark.runners.spark.partition_pruning import only_partitions
 from jetspark.runners.spark.shuffle_in import SourceInput
 from jetspark.runners.spark.task import SPARK_INPUT_ATTRIBUTE
 
@@ -111,25 +112,10 @@ class RddSource(ProcessorMetaSupplier):
         order, so RDD partition i is `partitions[i]`) and their pairs with one of the keys."""
         if self.keys is None:
             return self.rdd
-        return _only_partitions(self.rdd, self.partitions).filter(functools.partial(_key_in, self.keys))
+        return only_partitions(self.rdd, self.partitions).filter(functools.partial(_key_in, self.keys))
 
     def __reduce__(self) -> Any:
         raise TypeError("an RDD source stays on the Spark driver; it is never pickled")
-
-
-def _only_partitions(rdd: Any, partitions: Sequence[int]) -> Any:
-    """`rdd` cut to `partitions`, without computing the others: Spark's PartitionPruningRDD,
-    whose filter is a Scala set of the partition indexes (a Set[Int] is an Int => Boolean)."""
-    from pyspark.rdd import RDD
-
-    sc = rdd.context
-    jvm = sc._jvm
-    indexes = jvm.java.util.ArrayList()
-    for partition in partitions:
-        indexes.add(partition)
-    wanted = jvm.scala.collection.JavaConverters.asScalaBufferConverter(indexes).asScala().toSet()
-    pruned = jvm.org.apache.spark.rdd.PartitionPruningRDD.create(rdd._jrdd.rdd(), wanted)
-    return RDD(pruned.toJavaRDD(), sc, rdd._jrdd_deserializer)
 
 
 def from_rdd(rdd: Any, keys: Collection[Any] | None = None) -> RddSource:

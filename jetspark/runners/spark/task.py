@@ -1,4 +1,5 @@
-"""What runs inside one Spark task: one member's share of one stage, on the jetspark engine.
+"""What runs inside one Spark task: one member's share of one stage (or the shares of several
+members, with adaptive parallelism), on the jetspark engine.
 
 `run_stage_task` is a generator: Spark pulls the records it yields while the member's processors
 run, so a task holds a bounded amount of data whatever its input's size. The member's processors
@@ -65,8 +66,6 @@ class TaskSpec:
     record_items: int
     #: `from_rdd` source vertices: their members read Spark data (in place or shuffled).
     rdd_sources: frozenset[str] = frozenset()
-    #: stage index -> the members its tasks run (task i runs member i); absent: task i is member i.
-    stage_members: dict[int, tuple[int, ...]] = attrs.field(factory=dict)
 
 
 def source_records(
@@ -97,13 +96,18 @@ def run_stage_task(
     spec_bytes: bytes,
     stage_index: int,
     direct_source: str | None,
-    member: int,
+    task: int,
     records: Iterable[Any],
     epoch_bytes: bytes | None = None,
+    task_members: Sequence[Sequence[int]] | None = None,
 ) -> Iterator[Record]:
-    """The body of a task: member `member` of stage `stage_index`. `records` is the shuffled input,
-    or (with `direct_source`) the items of that source vertex's RDD partition `member`. With
-    `epoch_bytes` (a pickled `EpochSpec`) the task runs its share of one epoch (`epoch_task`)."""
+    """The body of task `task` of stage `stage_index`: it runs the members `task_members[task]`
+    (pruning leaves some out, adaptive parallelism runs several in one task), or member `task`
+    without `task_members`. `records` is the shuffled input, or (with `direct_source`) the items
+    of that source vertex's RDD partition `task`. With `epoch_bytes` (a pickled `EpochSpec`) the
+    task runs its share of one epoch (`epoch_task`)."""
+    members = tuple(task_members[task]) if task_members is not None else (task,)
+    member = members[0]  # names the task in messages; its reports are addressed to it
     try:
         spec: TaskSpec = pickle.loads(spec_bytes)
         epoch_spec: EpochSpec | None = None if epoch_bytes is None else pickle.loads(epoch_bytes)
@@ -115,8 +119,6 @@ def run_stage_task(
         )
         raise encode_failure(_failed(message, None, cause), None, None) from cause
     plan = spec.plan
-    if stage_index in spec.stage_members:  # pruning: task `member` runs the stage's member-th member
-        member = spec.stage_members[stage_index][member]
     stage = spec.stages.stages[stage_index]
     carrier = spec.carriers[stage_index]
     output = TaskOutput()
@@ -130,6 +132,7 @@ def run_stage_task(
     staging = AttemptStaging(plan.job_id, _attempt_id())
     epoch: EpochTask | None = None
     if epoch_spec is not None:
+        assert len(members) == 1, "an epoch's task runs one member"
         epoch = EpochTask(epoch_spec, plan, list(stage.vertices), member, staging.attempt, reader)
         refused = epoch.refusal(stage_index, carrier)
         if refused is not None:
@@ -140,7 +143,7 @@ def run_stage_task(
     def external(edge: EdgeDef, producer: ProcessorId, consumer: ProcessorId) -> BoundedQueue:
         index = edge.index
         name = f"edge {edge.name} {producer}->{consumer}"
-        if edge.source_name in stage.vertices and producer[0] == member:
+        if edge.source_name in stage.vertices and producer[0] in members:
             target = spec.stages.stage_of[edge.destination_name]
             return CaptureQueue(
                 name, index, producer, consumer, target, spec.record_items, output, edge.queue_size
@@ -153,7 +156,7 @@ def run_stage_task(
         SPARK_INPUT_ATTRIBUTE: inputs,
         STAGING_ATTRIBUTE: staging,
     }
-    placements = [(v, member) for v in stage.vertices]
+    placements = [(v, m) for m in members for v in stage.vertices]
     error: BaseException | None = None
     if epoch is None:
         execution = MemberExecution(plan, placements, attributes, spec.batch_size, external_queues=external)
