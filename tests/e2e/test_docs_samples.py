@@ -37,6 +37,7 @@ DOCS = [
     ROOT / "docs" / "architecture.md",
     ROOT / "docs" / "spark.md",
     ROOT / "docs" / "fault-tolerance.md",
+    ROOT / "docs" / "planning.md",
 ]
 JETSPARK = Path(sys.executable).with_name("jetspark")  # the venv's console script
 
@@ -201,3 +202,13 @@ def test_fault_tolerance_sample_resumes_from_the_store_and_prints_what_the_doc_s
     assert ran[doc].stdout.strip() == printed.group(1)
     again = ran[doc].namespace["again"]
     assert again.job_id == ran[doc].namespace["job"].job_id, "the second submission resumed the first job"
+
+
+def test_planning_doc_prints_what_it_says(ran: dict[Path, Ran]) -> None:
+    """docs/planning.md: explain()'s text (but the random job id) and the job's output."""
+    doc = ROOT / "docs" / "planning.md"
+    shown = [b.code for b in code_blocks(doc.read_text()) if b.lang == ""]
+    expected = shown[0].replace("plan of job ...:", "")
+    printed = ran[doc].stdout
+    assert expected.split("\n", 1)[1] in printed
+    assert "[0, 2, 4] 4\n" in printed

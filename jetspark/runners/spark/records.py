@@ -1,7 +1,7 @@
 """The records that cross Spark shuffles and reach the driver, as named tuples.
 
-Each Spark record is a pair `(target member, record)`: `partitionBy(M, identity)` sends it to
-partition `target member` of the stage `record.stage`. Every record type has `stage` first, so one
+Each Spark record is a pair `(target member, record)`: `partitionBy` sends it to the task of
+the stage `record.stage` that runs `target member`. Every record type has `stage` first, so one
 filter (`addressed_to`) picks a stage's input out of an upstream stage's output. Named tuples
 pickle as tuples plus a class reference, so they cost no more than the positional tuples they
 replace, and a reader never indexes `value[5]`.

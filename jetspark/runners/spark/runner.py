@@ -4,10 +4,16 @@ On submit the driver (the coordinator) validates the DAG, builds the execution p
 (parallelism, partition arrangement, each member's suppliers), cuts the DAG into stages
 (`planning.stages`), checks that every supplier can be pickled, and builds one RDD per stage:
 
-- a stage without upstream stages runs on `parallelize([], M)` (or in place on the partitions of
+- a stage without upstream stages runs on `parallelize([], T)` (or in place on the partitions of
   its `from_rdd` source);
 - any other stage takes the union of its upstream stages' records addressed to it, partitioned by
-  target member (`partitionBy(M, identity)`), so that partition m is member m's input.
+  target member, so that partition i is the input of the stage's task i.
+
+Task i of a stage runs the i-th member of the stage: T is the member count M, or with pruning
+(`planning.pruning`) the number of members that run one of the stage's vertices. With adaptive
+parallelism (`JobConfig.adaptive_parallelism`, batch jobs) a task runs a contiguous range of
+members, and the ranges of a stage after a shuffle are decided from the bytes written into it
+(`spark.adaptive`).
 
 Every task runs `task.run_stage_task`. A stage's result items and metrics ride with its records to
 its first downstream stage, so each stage's RDD is read once (a stage with several downstream
@@ -160,7 +166,14 @@ class SparkJob(JobHandle):
         """The job's plan in words, stage by stage with each stage's task count."""
         from jetspark.planning.explain import explain_plan
 
-        return explain_plan(self.plan, self.stages)
+        lines = [explain_plan(self.plan, self.stages)]
+        for decision in self.adaptive_decisions:
+            lines.append(
+                f"adaptive: stage {decision.stage} on {len(decision.ranges)} task(s) for "
+                f"{len(decision.sizes)} members, {sum(decision.sizes) + max(decision.broadcast_sizes, default=0):,} "
+                f"bytes; member ranges {list(decision.ranges)}; task input bytes {list(decision.task_bytes)}"
+            )
+        return "\n".join(lines)
 
     def result(self, vertex: str) -> list[Any]:
         """Items a collecting sink vertex received."""
