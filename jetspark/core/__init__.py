@@ -2,7 +2,9 @@
 
 from jetspark.core.abstract_processor import AbstractProcessor as AbstractProcessor
 from jetspark.core.abstract_processor import FlatMapper as FlatMapper
+from jetspark.core.config import AdaptiveParallelism as AdaptiveParallelism
 from jetspark.core.config import JobConfig as JobConfig
+from jetspark.core.config import ParallelismDecider as ParallelismDecider
 from jetspark.core.config import ProcessingGuarantee as ProcessingGuarantee
 from jetspark.core.context import MetaSupplierContext as MetaSupplierContext
 from jetspark.core.context import ProcessorContext as ProcessorContext
@@ -43,6 +45,7 @@ __all__ = [
     "DEFAULT_PARTITION_COUNT",
     "IDLE_MESSAGE",
     "AbstractProcessor",
+    "AdaptiveParallelism",
     "BroadcastKey",
     "DagValidationError",
     "Edge",
@@ -55,6 +58,7 @@ __all__ = [
     "JobTimeoutError",
     "MetaSupplierContext",
     "Outbox",
+    "ParallelismDecider",
     "Partitioner",
     "PartitioningError",
     "ProcessingGuarantee",
