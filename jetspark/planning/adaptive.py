@@ -123,7 +123,7 @@ def evenly_by_bytes_ranges(
             else:
                 hi = mid - 1
         ranges = pack_by_bytes(sizes, lo)
-        if len(ranges) > high:  # the greedy count jumped over [low, high]: split by count instead
+        if not low <= len(ranges) <= high:  # zero-byte runs, or a jump over [low, high]: by count
             ranges = subpartition_ranges(len(sizes), low)
     return ranges
 
