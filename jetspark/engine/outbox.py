@@ -294,6 +294,13 @@ class OutboxImpl(Outbox):
             collector.offer_special(item)
         return True
 
+    def output_watermark(self) -> int | None:
+        """The lowest last watermark over the outbound edges; None until every edge has one."""
+        if not self._last_watermarks:
+            return None
+        lowest = min(self._last_watermarks)
+        return None if lowest == _BELOW_EVERY_TIMESTAMP else int(lowest)
+
     def buffered(self) -> int:
         """Items waiting in the buffers; the tasklet compares it around a call to detect progress."""
         return sum(len(buffer) for buffer in self.buffers) + len(self.snapshot_buffer)

@@ -32,7 +32,7 @@ from jetspark.planning.plan import ExecutionPlan, build_plan, snapshot_blocking_
 from jetspark.processors.staging import STAGING_ATTRIBUTE
 from jetspark.runners import durable
 from jetspark.runners.job import JobHandle, JobStatus
-from jetspark.runners.member import MemberExecution, add_metrics, tasklet_metrics
+from jetspark.runners.member import MemberExecution, add_metrics, tasklet_metrics, tasklet_status
 from jetspark.runners.output import AttemptStaging, OutputCommitter
 from jetspark.runners.results import RESULTS_ATTRIBUTE, ResultCollector
 
@@ -184,9 +184,13 @@ class LocalJob(JobHandle):
         return self._results.items(vertex)
 
     def metrics(self) -> dict[str, dict[str, int]]:
-        """Per vertex: items `received` into inboxes and `emitted` downstream, over all executions."""
+        """Per vertex: items `received` into inboxes and `emitted` downstream, over all executions;
+        and now, its watermarks and pending counts (`runners.member.tasklet_status`)."""
         out = {name: dict(values) for name, values in self._metrics_base.items()}
-        add_metrics(out, tasklet_metrics(self._tasklets))
+        tasklets = self._tasklets
+        add_metrics(out, tasklet_metrics(tasklets))
+        for vertex, figures in tasklet_status(tasklets).items():
+            out.setdefault(vertex, {}).update(figures)
         return out
 
     # ---- execution ------------------------------------------------------------------------

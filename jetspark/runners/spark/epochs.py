@@ -266,6 +266,7 @@ class EpochJob(SparkJob):
         for vertex, items in outcome.results.items():
             self._results.setdefault(vertex, []).extend(items)
         add_metrics(self._metrics, outcome.metrics)
+        self._status = outcome.status  # a gauge: the latest committed epoch's
 
     def _abort(self, epoch: int) -> None:
         try:

@@ -167,7 +167,11 @@ def run_stage_task(
         if epoch is not None:
             epoch.tasklets = execution.tasklets
             on_idle = _either(on_idle, epoch.on_idle)
-        engine = execution.start(on_tick=epoch.on_tick if epoch is not None else None, on_idle=on_idle)
+        engine = execution.start(
+            on_tick=epoch.on_tick if epoch is not None else None,
+            on_idle=on_idle,
+            quiescence_check=epoch is None,
+        )
         for _ in engine.steps():  # closes every processor at the end
             if reader is not None:
                 _pass_on(reader, output, member, carrier)
@@ -182,7 +186,7 @@ def run_stage_task(
             output.add(member, epoch.report(carrier, stage_index))
         results.flush()
         metrics = {v: [m["received"], m["emitted"]] for v, m in execution.metrics().items()}
-        output.add(member, MetricsRecord(carrier, stage_index, member, metrics))
+        output.add(member, MetricsRecord(carrier, stage_index, member, metrics, execution.status()))
         if staging.files:
             output.add(member, StagedFilesRecord(carrier, member, staging.attempt, tuple(staging.files)))
         while output.records:
