@@ -79,32 +79,40 @@ class _DirectoryStreamP(AbstractProcessor):
             self.offsets.update(self._startpoints.start(dict(self.offsets), self._resolve))
 
     def _resolve(self, name: str, startpoint: Startpoint) -> int:
+        """The byte offset where `startpoint` starts file `name` (see the module docstring)."""
         from jetspark.checkpoint.startpoints import Oldest, Specific, Timestamp
 
-        if isinstance(startpoint, Specific):
-            return startpoint.offset
+        path = os.path.join(self.directory, name)
         if isinstance(startpoint, Oldest):
             return 0
-        path = os.path.join(self.directory, name)
-        try:
-            with open(path, "rb") as file:
-                data = file.read()
-        except FileNotFoundError:
-            return 0
-        end = data.rfind(b"\n") + 1
+        if isinstance(startpoint, Specific):
+            size = os.path.getsize(path) if os.path.exists(path) else 0
+            if startpoint.offset > size:
+                raise JobFailedError(
+                    f"vertex {self.context.vertex_name!r}: Specific startpoint offset {startpoint.offset} "
+                    f"is beyond the end of {path} ({size} bytes)"
+                )
+            return startpoint.offset
         if not isinstance(startpoint, Timestamp):  # Upcoming
-            return end
-        if self.timestamp_fn is None:
+            return _end_of_last_line(path)
+        timestamp_fn = self.timestamp_fn
+        if timestamp_fn is None:
             raise JobFailedError(
                 f"vertex {self.context.vertex_name!r}: a Timestamp startpoint for file {name!r} needs "
                 "directory_stream(timestamp_fn=...) to read the lines' timestamps"
             )
         position = 0
-        for line in data[:end].split(b"\n")[:-1]:
-            if self.timestamp_fn(line.decode("utf-8")) >= startpoint.timestamp:
-                return position
-            position += len(line) + 1
-        return end
+        try:
+            with open(path, "rb") as file:
+                for line in file:  # a line at a time: the file may be large
+                    if not line.endswith(b"\n"):
+                        break  # incomplete: not there yet
+                    if timestamp_fn(line[:-1].decode("utf-8")) >= startpoint.timestamp:
+                        return position
+                    position += len(line)
+        except FileNotFoundError:
+            return 0
+        return position  # no line at or after the timestamp: after the last complete line
 
     def snapshot_commit_finish(self, success: bool) -> bool:
         if success and self._startpoints is not None:
@@ -196,6 +204,23 @@ class _DirectoryStreamP(AbstractProcessor):
 
     def restore_from_snapshot_entry(self, key: Any, value: Any) -> None:
         self.offsets[key[1]] = value
+
+
+def _end_of_last_line(path: str, chunk: int = 1 << 16) -> int:
+    """The offset after the last newline of the file (0 if it has none, or does not exist)."""
+    try:
+        with open(path, "rb") as file:
+            end = file.seek(0, os.SEEK_END)
+            while end > 0:
+                start = max(0, end - chunk)
+                file.seek(start)
+                found = file.read(end - start).rfind(b"\n")
+                if found >= 0:
+                    return start + found + 1
+                end = start
+    except FileNotFoundError:
+        pass
+    return 0
 
 
 class _DirectoryStreamSupplier(ProcessorSupplier):

@@ -208,3 +208,45 @@ def planned(job: LocalJob) -> object:
     from jetspark.planning.plan import build_plan
 
     return build_plan(job.dag, job.config, job.member_count)
+
+
+def test_upcoming_starts_after_the_last_complete_line_so_a_line_being_written_is_read_whole(
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "in"
+    source.mkdir()
+    append(source / "a.log", 0, 3000)
+    with (source / "a.log").open("a") as file:
+        file.write("30")  # the start of line 3000 (its newline is not written yet)
+    store_of(tmp_path).write(SourcePartition("lines", "a.log"), Upcoming())
+    job = LocalRunner(1).submit(tail_dag(source), config(tmp_path))
+    wait_until(started(tmp_path, "a.log"))
+    with (source / "a.log").open("a") as file:
+        file.write("00\n3001\n")
+    wait_until(lambda: len(job.result("sink")) == 2)
+    stop(job)
+    assert job.result("sink") == ["3000", "3001"]
+
+
+@pytest.mark.parametrize(
+    ("startpoint", "timestamps", "error"),
+    [
+        (Specific(1000), True, r"Specific startpoint offset 1000 is beyond the end of .*a\.log \(20 bytes\)"),
+        (Timestamp(5), False, r"Timestamp startpoint for file 'a\.log' needs directory_stream\(timestamp_fn"),
+    ],
+    ids=["offset-past-the-end", "timestamp-without-timestamp_fn"],
+)
+def test_a_startpoint_the_source_cannot_honour_fails_the_job_naming_it(
+    tmp_path: Path, startpoint: Startpoint, timestamps: bool, error: str
+) -> None:
+    source = tmp_path / "in"
+    source.mkdir()
+    append(source / "a.log", 0, 10)
+    store_of(tmp_path).write(SourcePartition("lines", "a.log"), startpoint)
+    dag = DAG()
+    fn = stamp if timestamps else None
+    lines = dag.new_vertex("lines", P.directory_stream(str(source), poll_millis=5, timestamp_fn=fn))
+    dag.edge(Edge.between(lines, dag.new_vertex("sink", P.collect())))
+    job = LocalRunner(1).submit(dag, config(tmp_path))
+    with pytest.raises(JobFailedError, match=error):
+        job.join(30)
