@@ -1,6 +1,7 @@
 """Startpoints on the Spark runner in epochs (seed 001), end to end: the fan-out is made at submit,
 sources in Spark tasks resolve it, and it goes in the epoch after the first commit in which a
-file's offset moved, never for a file that received nothing."""
+file's offset moved, never for a file that received nothing; one set while the job is suspended
+applies when it resumes."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from jetspark import processors as P
-from jetspark.checkpoint.startpoints import SourcePartition, Specific, StartpointStore, Upcoming
+from jetspark.checkpoint.startpoints import Oldest, SourcePartition, Specific, StartpointStore, Upcoming
 from jetspark.core import DAG, Edge, JobConfig, ProcessingGuarantee
 from jetspark.runners.job import JobStatus
 from jetspark.runners.spark.runner import SparkRunner
@@ -57,3 +58,10 @@ def test_startpoints_apply_in_spark_tasks_and_go_only_after_a_committed_move(
     job.suspend()
     assert job.status is JobStatus.SUSPENDED
     assert Counter(job.result("sink")) == Counter([f"a{n}" for n in range(5, 10)] + ["b10", "b11"])
+    store.write(SourcePartition("lines", "a.log"), Oldest())  # set while suspended: applies at resume
+    job.resume()
+    wait_until(lambda: "a0" in job.result("sink"), timeout=120)
+    wait_until(lambda: fanned_out() == set() and Counter(job.result("sink"))["a9"] == 2, timeout=120)
+    job.suspend()
+    again = [f"a{n}" for n in range(10)]
+    assert Counter(job.result("sink")) == Counter([f"a{n}" for n in range(5, 10)] + ["b10", "b11"] + again)
