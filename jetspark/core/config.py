@@ -64,6 +64,9 @@ class JobConfig:
     #: same name resumes from its last committed snapshot.
     checkpoint_root: str | None = None
     snapshots_retained: int = attrs.field(default=3, validator=_positive_or_none)
+    #: Where the job's startpoints are kept (`jetspark startpoint set`); None: under the
+    #: checkpoint root. Startpoints apply only to jobs that keep snapshots in a checkpoint root.
+    startpoints_directory: str | None = None
     arguments: dict[str, Any] = attrs.field(factory=dict)
     #: Merge chains of built-in stateless steps joined by local edges into one vertex, as Jet
     #: does (`jetspark.planning.fusion`): fewer queues per item; the merged vertices' metrics go.

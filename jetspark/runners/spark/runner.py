@@ -325,6 +325,10 @@ class SparkRunner:
         if config.snapshots_enabled:
             store, initial, job_id = self._open_store(dag, config, job_id)
         plan = build_plan(dag, config, member_count, job_id=job_id)
+        if store is not None:
+            from jetspark.runners.startpoints import fan_out
+
+            fan_out(config, store.job, plan)
         stages = build_stages(dag)
         check_picklable(plan, config)
         carriers = {s.index: (s.downstream[0] if s.downstream else DRIVER) for s in stages.stages}

@@ -26,7 +26,7 @@ from typing import Any
 
 import attrs
 
-from jetspark.core.context import EPOCHS_ATTRIBUTE, RESULTS_ATTRIBUTE
+from jetspark.core.context import EPOCHS_ATTRIBUTE, RESULTS_ATTRIBUTE, STARTPOINTS_ATTRIBUTE
 from jetspark.core.errors import JobFailedError
 from jetspark.engine.queue import BoundedQueue
 from jetspark.planning.defs import EdgeDef
@@ -146,6 +146,11 @@ def run_stage_task(
         execution = MemberExecution(plan, placements, attributes, spec.batch_size, external_queues=external)
     else:
         attributes[EPOCHS_ATTRIBUTE] = True
+        from jetspark.runners.startpoints import runtime
+
+        startpoints = runtime(plan.config, epoch.spec.store_job, epoch.spec.restore_id)
+        if startpoints is not None:
+            attributes[STARTPOINTS_ATTRIBUTE] = startpoints
         processor_count = sum(plan.vertices[v].local_parallelism for v in stage.vertices)
         try:
             restore = epoch.restore_data()
