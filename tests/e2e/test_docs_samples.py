@@ -38,6 +38,7 @@ DOCS = [
     ROOT / "docs" / "spark.md",
     ROOT / "docs" / "fault-tolerance.md",
     ROOT / "docs" / "planning.md",
+    ROOT / "docs" / "startpoints.md",
 ]
 JETSPARK = Path(sys.executable).with_name("jetspark")  # the venv's console script
 
@@ -212,3 +213,13 @@ def test_planning_doc_prints_what_it_says(ran: dict[Path, Ran]) -> None:
     printed = ran[doc].stdout
     assert expected.split("\n", 1)[1] in printed
     assert "[0, 2, 4] 4\n" in printed
+
+
+# ---- startpoints.md --------------------------------------------------------------------------
+
+
+def test_startpoints_sample_prints_what_the_doc_says(ran: dict[Path, Ran]) -> None:
+    doc = ROOT / "docs" / "startpoints.md"
+    said = re.search(r"^prints `(.*)`\.$", doc.read_text(), re.MULTILINE)
+    assert said is not None
+    assert ran[doc].stdout == said.group(1) + "\n"

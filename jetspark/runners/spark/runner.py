@@ -44,6 +44,7 @@ from jetspark.planning.plan import ExecutionPlan, build_plan
 from jetspark.planning.stages import StagePlan, build_stages
 from jetspark.processors.sinks import FilesSink
 from jetspark.runners.job import JobHandle, JobStatus
+from jetspark.runners.member import PENDING_FIGURES
 from jetspark.runners.output import OutputCommitter
 from jetspark.runners.spark import adaptive
 from jetspark.runners.spark.adaptive import StageDecision
@@ -127,6 +128,7 @@ class SparkJob(JobHandle):
         self._committing = False
         self._results: dict[str, list[Any]] = {}
         self._metrics: dict[str, dict[str, int]] = {}
+        self._status: dict[str, dict[str, int]] = {}
         self._dataframes: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -180,8 +182,15 @@ class SparkJob(JobHandle):
         return list(self._results.get(vertex, ()))
 
     def metrics(self) -> dict[str, dict[str, int]]:
-        """Per vertex: items `received` into inboxes and `emitted` downstream, over all members."""
-        return {name: dict(values) for name, values in self._metrics.items()}
+        """Per vertex: items `received` into inboxes and `emitted` downstream, over all members;
+        and the vertex's watermarks and pending counts at the end of its tasks (zero pending for a
+        vertex pruned everywhere)."""
+        out = {
+            name: {**dict.fromkeys(PENDING_FIGURES, 0), **values} for name, values in self._metrics.items()
+        }
+        for vertex, figures in self._status.items():
+            out.setdefault(vertex, {}).update(figures)
+        return out
 
     def dataframe(self, vertex: str, schema: Any = None) -> Any:
         """The DataFrame of a `write_dataframe` sink, or one built from any sink's collected items."""
@@ -286,6 +295,7 @@ class SparkJob(JobHandle):
         reports = DriverReports.of(records, self.plan.vertices)
         self._results = reports.results
         self._metrics = reports.metrics
+        self._status = reports.status
         return reports.staged
 
     def _write_dataframes(self) -> None:
@@ -359,6 +369,10 @@ class SparkRunner:
         if config.snapshots_enabled:
             store, initial, job_id = self._open_store(dag, config, job_id)
         plan = build_plan(dag, config, member_count, job_id=job_id)
+        if store is not None:
+            from jetspark.runners.startpoints import fan_out
+
+            fan_out(config, store.job, plan)
         stages = build_stages(dag)
         check_picklable(plan, config)
         carriers = {s.index: (s.downstream[0] if s.downstream else DRIVER) for s in stages.stages}
