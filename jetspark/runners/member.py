@@ -155,6 +155,8 @@ def tasklet_metrics(tasklets: Iterable[ProcessorTasklet]) -> dict[str, dict[str,
         slot = out.setdefault(tasklet.context.vertex_name, {"received": 0, "emitted": 0})
         slot["received"] += tasklet.received_count
         slot["emitted"] += tasklet.outbox.emitted_count
+        for name, value in tasklet.processor.custom_metrics().items():
+            slot[name] = slot.get(name, 0) + value
     return out
 
 
