@@ -1,0 +1,174 @@
+"""Session windows, with Jet's `SessionWindowP` semantics.
+
+An item with timestamp `t` opens the session `[t, t + gap)`; sessions of one key that overlap merge
+(their accumulators are combined), so a session is `[first timestamp, last timestamp + gap)`. A
+session is complete when the watermark reaches its end (no later item could extend it): it is then
+emitted as `WindowResult(start, end, key, finish(acc))` and forgotten. An item whose timestamp is
+below the last watermark is late: counted in `late_items_dropped` and dropped.
+
+One stage only, unlike sliding windows: a stage-1 processor cannot tell when a session it sees a
+part of is complete, because another processor's items of the same key may bridge the gap, so
+the items themselves must meet in one processor. Feed it with an edge partitioned by the key.
+
+Snapshots: one entry per key (its open sessions), keyed by the key, plus the last watermark as a
+`BroadcastKey` entry (a restored processor takes the lowest). A session leaves the state once
+emitted, so a snapshot between `complete()` calls never makes a restored processor repeat it.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from jetspark.core.abstract_processor import AbstractProcessor
+from jetspark.core.suppliers import ProcessorSupplier
+from jetspark.core.watermark import BroadcastKey, Watermark
+from jetspark.processors.aggregate import AggregateOperation
+from jetspark.processors.windows import LATE_ITEMS_METRIC, WindowResult
+
+_LAST_WATERMARK = BroadcastKey("session-watermark")
+
+
+class _SessionWindowP(AbstractProcessor):
+    def __init__(
+        self,
+        key_fn: Callable[[Any], Hashable],
+        timestamp_fn: Callable[[Any], int],
+        gap: int,
+        op: AggregateOperation,
+    ) -> None:
+        self._key_fn = key_fn
+        self._timestamp_fn = timestamp_fn
+        self._gap = gap
+        self._op = op
+        #: key -> open sessions `[start, end, acc]`, disjoint
+        self._sessions: dict[Hashable, list[list[Any]]] = {}
+        self._wm: int | None = None
+        self._late = 0
+        self._closing: list[tuple[Hashable, list[Any]]] | None = None
+        self._closing_index = 0
+        self._snapshot: list[tuple[Any, Any]] | None = None
+        self._snapshot_index = 0
+        self._restored_wm: int | None = None
+
+    def custom_metrics(self) -> dict[str, int]:
+        return {LATE_ITEMS_METRIC: self._late}
+
+    def try_process_item(self, ordinal: int, item: Any) -> bool:
+        timestamp = self._timestamp_fn(item)
+        if self._wm is not None and timestamp < self._wm:
+            self._late += 1
+            return True
+        op = self._op
+        self._add(self._key_fn(item), timestamp, timestamp + self._gap, op.accumulate(op.create(), item))
+        return True
+
+    def _add(self, key: Hashable, start: int, end: int, acc: Any) -> None:
+        """Merge the session `[start, end)` into the key's sessions."""
+        sessions = self._sessions.get(key)
+        if sessions is None:
+            self._sessions[key] = [[start, end, acc]]
+            return
+        combine = self._op.combine
+        kept: list[list[Any]] = []
+        merged = [start, end, acc]
+        for session in sessions:
+            if session[0] < merged[1] and merged[0] < session[1]:
+                merged = [
+                    min(session[0], merged[0]),
+                    max(session[1], merged[1]),
+                    combine(session[2], merged[2]),
+                ]
+            else:
+                kept.append(session)
+        kept.append(merged)
+        self._sessions[key] = kept
+
+    def try_process_watermark(self, watermark: Watermark) -> bool:
+        if not self._emit_closed(watermark.timestamp):
+            return False
+        if not self.outbox.offer(watermark):
+            return False
+        self._wm = watermark.timestamp
+        return True
+
+    def complete(self) -> bool:
+        return self._emit_closed(None)
+
+    def _emit_closed(self, wm: int | None) -> bool:
+        """Emit (and forget) every session ending at or before `wm` (None: all), oldest first."""
+        if self._closing is None:
+            closing = [
+                (key, session)
+                for key, sessions in self._sessions.items()
+                for session in sessions
+                if wm is None or session[1] <= wm
+            ]
+            closing.sort(key=lambda entry: entry[1][1])
+            self._closing = closing
+            self._closing_index = 0
+        closing = self._closing
+        offer = self.outbox.offer
+        finish = self._op.finish
+        while self._closing_index < len(closing):
+            key, session = closing[self._closing_index]
+            if not offer(WindowResult(session[0], session[1], key, finish(session[2]))):
+                return False
+            self._closing_index += 1
+            sessions = self._sessions[key]
+            sessions.remove(session)
+            if not sessions:
+                del self._sessions[key]
+        self._closing = None
+        return True
+
+    def save_to_snapshot(self) -> bool:
+        if self._snapshot is None:
+            entries: list[tuple[Any, Any]] = [
+                (key, [tuple(s) for s in sessions]) for key, sessions in self._sessions.items()
+            ]
+            if self._wm is not None:
+                entries.append((_LAST_WATERMARK, self._wm))
+            self._snapshot = entries
+            self._snapshot_index = 0
+        entries = self._snapshot
+        offer = self.outbox.offer_to_snapshot
+        while self._snapshot_index < len(entries):
+            key, value = entries[self._snapshot_index]
+            if not offer(key, value):
+                return False
+            self._snapshot_index += 1
+        self._snapshot = None
+        return True
+
+    def restore_from_snapshot_entry(self, key: Any, value: Any) -> None:
+        if isinstance(key, BroadcastKey):
+            if key != _LAST_WATERMARK:
+                raise ValueError(
+                    f"vertex {self.context.vertex_name!r}: unexpected snapshot entry {key!r} for a session window"
+                )
+            if self._restored_wm is None or value < self._restored_wm:
+                self._restored_wm = value
+            return
+        for start, end, acc in value:
+            self._add(key, start, end, acc)
+
+    def finish_snapshot_restore(self) -> bool:
+        if self._restored_wm is not None:
+            self._wm = self._restored_wm
+        return True
+
+
+def aggregate_to_session_window(
+    key_fn: Callable[[Any], Hashable],
+    timestamp_fn: Callable[[Any], int],
+    gap: int,
+    op: AggregateOperation,
+) -> ProcessorSupplier:
+    """Session windows per `key_fn(item)`: sessions closed by a `gap` without items, emitted as
+    `WindowResult(start, end, key, finish(acc))` once the watermark reaches their end (all at
+    `complete()`). Feed it with an edge partitioned by `key_fn` (see the module docstring)."""
+    if gap <= 0:
+        raise ValueError(f"aggregate_to_session_window: gap must be > 0, got {gap}")
+    return ProcessorSupplier.of(functools.partial(_SessionWindowP, key_fn, timestamp_fn, gap, op))
