@@ -22,9 +22,8 @@ from typing import Any
 import attrs
 
 from jetspark.core.abstract_processor import AbstractProcessor
-from jetspark.core.inbox import Inbox
 from jetspark.core.suppliers import ProcessorSupplier
-from jetspark.core.watermark import IDLE_MESSAGE, Watermark
+from jetspark.core.watermark import IDLE_MESSAGE, BroadcastKey, Watermark
 
 _NEVER: Any = float("-inf")
 
@@ -59,7 +58,7 @@ class EventTimeMapper:
     emit what `watermark` returns, if anything, and call it again only after that went out.
     """
 
-    __slots__ = ("_idle_forwarded", "_idle_seconds", "_lag", "_last_event", "_last_wm", "_tops")
+    __slots__ = ("_idle_forwarded", "_idle_seconds", "_lag", "_last_event", "_last_wm", "_restored", "_tops")
 
     def __init__(self, policy: EventTimePolicy, partition_count: int = 1, now: float | None = None) -> None:
         if partition_count < 1:
@@ -71,6 +70,7 @@ class EventTimeMapper:
         self._last_event = [start] * partition_count
         self._last_wm: Any = _NEVER
         self._idle_forwarded = False
+        self._restored = False
 
     @property
     def partition_count(self) -> int:
@@ -80,6 +80,23 @@ class EventTimeMapper:
     def last_emitted(self) -> int | None:
         """The last watermark handed out (None before the first)."""
         return None if self._last_wm == _NEVER else int(self._last_wm)
+
+    def state(self) -> tuple[Any, list[Any]]:
+        """What a snapshot keeps: the last watermark handed out and each partition's top."""
+        return (self._last_wm, list(self._tops))
+
+    def restore(self, state: tuple[Any, list[Any]]) -> None:
+        """Take a saved state; several (from processors of an earlier parallelism) give the
+        lowest of each value, so that no restored watermark runs ahead of any of them."""
+        last_wm, tops = state
+        if self._restored:
+            last_wm = min(last_wm, self._last_wm)
+            if len(tops) == len(self._tops):
+                tops = [min(a, b) for a, b in zip(tops, self._tops)]
+        self._restored = True
+        self._last_wm = last_wm
+        if len(tops) == len(self._tops):
+            self._tops = list(tops)
 
     def observe(self, partition: int, timestamp: int, now: float) -> None:
         """An item with `timestamp` came from `partition` at monotonic time `now`."""
@@ -127,24 +144,19 @@ class _InsertWatermarksP(AbstractProcessor):
         self._pending: Watermark | None = None
         self._clock = time.monotonic
 
-    def process(self, ordinal: int, inbox: Inbox) -> None:
-        if self._pending is not None and not self._flush_pending():
-            return
-        offer = self.outbox.offer
-        observe = self._mapper.observe
-        timestamp_fn = self._policy.timestamp_fn
-        partition_fn = self._partition_fn
+    def try_process0(self, item: Any) -> bool:
+        if self._pending is not None:  # the item went out, its watermark did not
+            return self._flush_pending()
         now = self._clock()
-        peek = inbox.peek
-        while (item := peek()) is not None:
-            observe(partition_fn(item), timestamp_fn(item), now)
-            if not offer(item):
-                return  # the item stays in the inbox: offered again (and observed again: harmless)
-            inbox.remove()
-            wm = self._mapper.watermark(now)
-            if wm is not None and not offer(wm):
-                self._pending = wm
-                return
+        mapper = self._mapper
+        mapper.observe(self._partition_fn(item), self._policy.timestamp_fn(item), now)
+        if not self.outbox.offer(item):
+            return False  # offered again later (and observed again: harmless)
+        wm = mapper.watermark(now)
+        if wm is not None and not self.outbox.offer(wm):
+            self._pending = wm
+            return False
+        return True
 
     def _flush_pending(self) -> bool:
         pending = self._pending
@@ -163,6 +175,14 @@ class _InsertWatermarksP(AbstractProcessor):
             self._pending = wm
             return False
         return True
+
+    def save_to_snapshot(self) -> bool:
+        return self.outbox.offer_to_snapshot(
+            BroadcastKey(("insert-watermarks", self.context.global_processor_index)), self._mapper.state()
+        )
+
+    def restore_from_snapshot_entry(self, key: Any, value: Any) -> None:
+        self._mapper.restore(value)
 
     def try_process_watermark(self, watermark: Watermark) -> bool:
         """Upstream watermarks are replaced by the ones made here: swallowed."""
@@ -189,7 +209,9 @@ def insert_watermarks(
     for that long stops holding the watermark back, and when all are quiet the processor emits
     `IDLE_MESSAGE` once. Watermarks arriving from upstream are dropped (this processor makes
     them). Items behind the watermark pass unchanged: the windows downstream count and drop them.
-    No snapshot state: after a restore the watermarks follow the replayed items again.
+    Snapshot: the last watermark and the partitions' top timestamps (a `BroadcastKey` entry per
+    processor; a restored processor takes the lowest values it receives), so that a restored
+    job does not emit a watermark below one already sent.
     """
     policy = EventTimePolicy(
         timestamp_fn=timestamp_fn, allowed_lag=allowed_lag, idle_timeout_millis=idle_timeout_millis
