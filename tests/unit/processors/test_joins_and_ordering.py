@@ -89,7 +89,9 @@ def test_window_join_pairs_items_of_one_window_and_key() -> None:
     }
 
     def check(mode: str, outputs: list[list[object]]) -> None:
-        pairs = [(l[2], r[2]) for l, r in (x for x in outputs[0] if not isinstance(x, Watermark))]
+        pairs = [
+            (left[2], right[2]) for left, right in (x for x in outputs[0] if not isinstance(x, Watermark))
+        ]
         assert sorted(pairs) == sorted(expected), mode
 
     (
