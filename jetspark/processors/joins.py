@@ -27,9 +27,11 @@ from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.errors import ProcessorContractError
 from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.core.watermark import BroadcastKey, Watermark
+from jetspark.processors._snapshots import EntryWriter, lowest
 from jetspark.processors.windows import LATE_ITEMS_METRIC, WindowPolicy
 
 _BUILD_DONE = BroadcastKey("hash-join-build-done")
+_NEXT_WINDOW = BroadcastKey("window-join-next")
 _BUILD_MODES = ("broadcast", "partitioned")
 
 
@@ -56,8 +58,7 @@ class _HashJoinP(AbstractProcessor):
         self._build_done = False
         self._matches: list[Any] | None = None
         self._match_index = 0
-        self._snapshot: list[tuple[Any, Any]] | None = None
-        self._snapshot_index = 0
+        self._writer = EntryWriter()
 
     def try_process1(self, item: Any) -> bool:
         self._table.setdefault(self._build_key_fn(item), []).append(item)
@@ -96,25 +97,17 @@ class _HashJoinP(AbstractProcessor):
         return True
 
     def save_to_snapshot(self) -> bool:
-        if self._snapshot is None:
-            entries: list[tuple[Any, Any]] = []
-            if not self._broadcast:
-                entries = list(self._table.items())
-            elif self.context.global_processor_index == 0:
-                entries = [(BroadcastKey(("build", key)), items) for key, items in self._table.items()]
-            if self._build_done:
-                entries.append((_BUILD_DONE, True))
-            self._snapshot = entries
-            self._snapshot_index = 0
-        entries = self._snapshot
-        offer = self.outbox.offer_to_snapshot
-        while self._snapshot_index < len(entries):
-            key, value = entries[self._snapshot_index]
-            if not offer(key, value):
-                return False
-            self._snapshot_index += 1
-        self._snapshot = None
-        return True
+        return self._writer.save(self.outbox, self._snapshot_entries)
+
+    def _snapshot_entries(self) -> list[tuple[Any, Any]]:
+        entries: list[tuple[Any, Any]] = []
+        if not self._broadcast:
+            entries = list(self._table.items())
+        elif self.context.global_processor_index == 0:
+            entries = [(BroadcastKey(("build", key)), items) for key, items in self._table.items()]
+        if self._build_done:
+            entries.append((_BUILD_DONE, True))
+        return entries
 
     def restore_from_snapshot_entry(self, key: Any, value: Any) -> None:
         if key == _BUILD_DONE:
@@ -159,8 +152,7 @@ class _WindowJoinP(AbstractProcessor):
         self._next_win: int | None = None
         self._late = 0
         self._restored_next: int | None = None
-        self._snapshot: list[tuple[Any, Any]] | None = None
-        self._snapshot_index = 0
+        self._writer = EntryWriter()
 
     def custom_metrics(self) -> dict[str, int]:
         return {LATE_ITEMS_METRIC: self._late}
@@ -216,30 +208,21 @@ class _WindowJoinP(AbstractProcessor):
         return True
 
     def save_to_snapshot(self) -> bool:
-        if self._snapshot is None:
-            by_key: dict[Hashable, dict[int, list[Any]]] = {}
-            for end, keys in self._windows.items():
-                for key, sides in keys.items():
-                    by_key.setdefault(key, {})[end] = sides
-            entries: list[tuple[Any, Any]] = list(by_key.items())
-            if self._next_win is not None:
-                entries.append((BroadcastKey("window-join-next"), self._next_win))
-            self._snapshot = entries
-            self._snapshot_index = 0
-        entries = self._snapshot
-        offer = self.outbox.offer_to_snapshot
-        while self._snapshot_index < len(entries):
-            key, value = entries[self._snapshot_index]
-            if not offer(key, value):
-                return False
-            self._snapshot_index += 1
-        self._snapshot = None
-        return True
+        return self._writer.save(self.outbox, self._snapshot_entries)
+
+    def _snapshot_entries(self) -> list[tuple[Any, Any]]:
+        by_key: dict[Hashable, dict[int, list[Any]]] = {}
+        for end, keys in self._windows.items():
+            for key, sides in keys.items():
+                by_key.setdefault(key, {})[end] = sides
+        entries: list[tuple[Any, Any]] = list(by_key.items())
+        if self._next_win is not None:
+            entries.append((_NEXT_WINDOW, self._next_win))
+        return entries
 
     def restore_from_snapshot_entry(self, key: Any, value: Any) -> None:
         if isinstance(key, BroadcastKey):
-            if self._restored_next is None or value < self._restored_next:
-                self._restored_next = value
+            self._restored_next = lowest(self._restored_next, value)
             return
         for end, (lefts, rights, done) in value.items():
             self._windows.setdefault(end, {})[key] = [list(lefts), list(rights), done]

@@ -22,6 +22,7 @@ from typing import Any
 from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.errors import ProcessorContractError
 from jetspark.core.suppliers import ProcessorSupplier
+from jetspark.processors._snapshots import EntryWriter
 from jetspark.processors.aggregate import AggregateOperation, whole_item
 
 #: The key `Edge.all_to_one()` routes by; `sort` keys its snapshot entries with it.
@@ -77,8 +78,7 @@ class _DistinctP(AbstractProcessor):
     def __init__(self, key_fn: Callable[[Any], Hashable]) -> None:
         self._key_fn = key_fn
         self._seen: set[Hashable] = set()
-        self._snapshot: list[Hashable] | None = None
-        self._snapshot_index = 0
+        self._writer = EntryWriter()
 
     def try_process_item(self, ordinal: int, item: Any) -> bool:
         key = self._key_fn(item)
@@ -90,17 +90,7 @@ class _DistinctP(AbstractProcessor):
         return True
 
     def save_to_snapshot(self) -> bool:
-        if self._snapshot is None:
-            self._snapshot = list(self._seen)
-            self._snapshot_index = 0
-        keys = self._snapshot
-        offer = self.outbox.offer_to_snapshot
-        while self._snapshot_index < len(keys):
-            if not offer(keys[self._snapshot_index], True):
-                return False
-            self._snapshot_index += 1
-        self._snapshot = None
-        return True
+        return self._writer.save(self.outbox, lambda: [(key, True) for key in self._seen])
 
     def restore_from_snapshot_entry(self, key: Any, value: Any) -> None:
         self._seen.add(key)

@@ -24,6 +24,7 @@ from typing import Any
 from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.core.watermark import BroadcastKey, Watermark
+from jetspark.processors._snapshots import EntryWriter, lowest
 from jetspark.processors.aggregate import AggregateOperation
 from jetspark.processors.windows import LATE_ITEMS_METRIC, WindowResult
 
@@ -48,8 +49,7 @@ class _SessionWindowP(AbstractProcessor):
         self._late = 0
         self._closing: list[tuple[Hashable, list[Any]]] | None = None
         self._closing_index = 0
-        self._snapshot: list[tuple[Any, Any]] | None = None
-        self._snapshot_index = 0
+        self._writer = EntryWriter()
         self._restored_wm: int | None = None
 
     def custom_metrics(self) -> dict[str, int]:
@@ -124,23 +124,15 @@ class _SessionWindowP(AbstractProcessor):
         return True
 
     def save_to_snapshot(self) -> bool:
-        if self._snapshot is None:
-            entries: list[tuple[Any, Any]] = [
-                (key, [tuple(s) for s in sessions]) for key, sessions in self._sessions.items()
-            ]
-            if self._wm is not None:
-                entries.append((_LAST_WATERMARK, self._wm))
-            self._snapshot = entries
-            self._snapshot_index = 0
-        entries = self._snapshot
-        offer = self.outbox.offer_to_snapshot
-        while self._snapshot_index < len(entries):
-            key, value = entries[self._snapshot_index]
-            if not offer(key, value):
-                return False
-            self._snapshot_index += 1
-        self._snapshot = None
-        return True
+        return self._writer.save(self.outbox, self._snapshot_entries)
+
+    def _snapshot_entries(self) -> list[tuple[Any, Any]]:
+        entries: list[tuple[Any, Any]] = [
+            (key, [tuple(s) for s in sessions]) for key, sessions in self._sessions.items()
+        ]
+        if self._wm is not None:
+            entries.append((_LAST_WATERMARK, self._wm))
+        return entries
 
     def restore_from_snapshot_entry(self, key: Any, value: Any) -> None:
         if isinstance(key, BroadcastKey):
@@ -148,8 +140,7 @@ class _SessionWindowP(AbstractProcessor):
                 raise ValueError(
                     f"vertex {self.context.vertex_name!r}: unexpected snapshot entry {key!r} for a session window"
                 )
-            if self._restored_wm is None or value < self._restored_wm:
-                self._restored_wm = value
+            self._restored_wm = lowest(self._restored_wm, value)
             return
         for start, end, acc in value:
             self._add(key, start, end, acc)

@@ -44,6 +44,7 @@ from jetspark.core.edge import Edge
 from jetspark.core.inbox import Inbox
 from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.core.watermark import BroadcastKey, Watermark
+from jetspark.processors._snapshots import EntryWriter, lowest
 from jetspark.processors.aggregate import AggregateOperation
 
 _MISSING: Any = object()
@@ -139,8 +140,7 @@ class _WindowP(AbstractProcessor):
         self._key_index = 0
         self._pending_item: Any = _MISSING
         self._wm: Watermark | None = None
-        self._snapshot: list[tuple[Any, Any]] | None = None
-        self._snapshot_index = 0
+        self._writer = EntryWriter()
         self._restored_next: int | None = None
         self._early_seconds = early_millis / 1000
         self._last_early = time.monotonic()
@@ -315,18 +315,7 @@ class _WindowP(AbstractProcessor):
     # ---- snapshots -------------------------------------------------------------------------
 
     def save_to_snapshot(self) -> bool:
-        if self._snapshot is None:
-            self._snapshot = self._snapshot_entries()
-            self._snapshot_index = 0
-        entries = self._snapshot
-        offer = self.outbox.offer_to_snapshot
-        while self._snapshot_index < len(entries):
-            key, value = entries[self._snapshot_index]
-            if not offer(key, value):
-                return False
-            self._snapshot_index += 1
-        self._snapshot = None
-        return True
+        return self._writer.save(self.outbox, self._snapshot_entries)
 
     def _snapshot_entries(self) -> list[tuple[Any, Any]]:
         by_key: dict[Hashable, dict[int, Any]] = {}
@@ -351,8 +340,7 @@ class _WindowP(AbstractProcessor):
                 raise ValueError(
                     f"vertex {self.context.vertex_name!r}: unexpected snapshot entry {key!r} for a window"
                 )
-            if self._restored_next is None or value < self._restored_next:
-                self._restored_next = value
+            self._restored_next = lowest(self._restored_next, value)
             return
         floor, accs = value
         combine = self._op.combine

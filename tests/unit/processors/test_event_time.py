@@ -11,10 +11,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jetspark import processors as P
-from jetspark.core import DAG, IDLE_MESSAGE, AbstractProcessor, Edge, JobConfig, Watermark
+from jetspark.core import DAG, IDLE_MESSAGE, Edge, JobConfig, ProcessorSupplier, Watermark
 from jetspark.processors import EventTimeMapper, EventTimePolicy, WindowPolicy, WindowResult
 from jetspark.runners.local import LocalRunner
 from jetspark.testing import verify_processor
+from tests.unit.processors.windowing import QuietSource
 from tests.waiting import wait_until
 
 ts_of = operator.itemgetter(0)
@@ -112,21 +113,7 @@ def test_insert_watermarks_per_source_partition() -> None:
     ).input(items).disable_progress_assertion().disable_redistribution().expect_output(expected)
 
 
-class QuietSource(AbstractProcessor):
-    """Emits its items, then stays open and silent (a partition with no new data)."""
-
-    def __init__(self, items: list[Any]) -> None:
-        self.items = list(items)
-
-    def complete(self) -> bool:
-        while self.items and self.try_emit(self.items[0]):
-            self.items.pop(0)
-        return False
-
-
-def busy_or_quiet(items_by_processor: dict[int, list[Any]]) -> Any:
-    from jetspark.core import ProcessorSupplier
-
+def busy_or_quiet(items_by_processor: dict[int, list[Any]]) -> ProcessorSupplier:
     class Supplier(ProcessorSupplier):
         def get(self, count: int) -> list[Any]:
             return [QuietSource(items_by_processor.get(i, [])) for i in range(count)]

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from jetspark import processors as P
-from jetspark.core import DAG, AbstractProcessor, Edge, JobConfig, Watermark
+from jetspark.core import DAG, Edge, JobConfig, Watermark
 from jetspark.processors import FrameEntry, WindowPolicy, WindowResult
 from jetspark.runners.local import LocalRunner
 from jetspark.testing import verify_processor
-from tests.unit.processors.windowing import late_flags, results_counter, window_counts
+from tests.unit.processors.windowing import QuietSource, late_flags, results_counter, window_counts
 from tests.waiting import wait_until
 
 ts_of = operator.itemgetter(0)
@@ -135,21 +135,9 @@ def test_sliding_window_does_not_share_mutable_frames_between_windows() -> None:
     ).partitioned_input(key_of).assert_output(1, check)
 
 
-class OpenSource(AbstractProcessor):
-    """Emits its items, then stays open without emitting anything: a quiet streaming source."""
-
-    def __init__(self, items: list[Any]) -> None:
-        self.items = list(items)
-
-    def complete(self) -> bool:
-        while self.items and self.try_emit(self.items[0]):
-            self.items.pop(0)
-        return False
-
-
 def test_early_results_show_a_window_before_it_closes() -> None:
     dag = DAG()
-    source = dag.new_vertex("source", lambda: OpenSource([(1, "a"), (2, "a"), (14, "b")]), 1)
+    source = dag.new_vertex("source", lambda: QuietSource([(1, "a"), (2, "a"), (14, "b")]), 1)
     windows = dag.new_vertex(
         "windows", P.aggregate_to_sliding_window(key_of, ts_of, TUMBLING, P.counting(), 5), 1
     )

@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from jetspark.core import Watermark
+from jetspark.core import AbstractProcessor, Watermark
 from jetspark.processors import WindowPolicy
 
 
@@ -46,3 +46,15 @@ def results_counter(items: Iterable[Any]) -> Counter[tuple[int, int, str, int]]:
     return Counter(
         (r.start, r.end, r.key, r.value) for r in items if not isinstance(r, Watermark) and not r.early
     )
+
+
+class QuietSource(AbstractProcessor):
+    """Emits its items, then stays open without emitting anything: a quiet streaming source."""
+
+    def __init__(self, items: list[Any]) -> None:
+        self.items = list(items)
+
+    def complete(self) -> bool:
+        while self.items and self.try_emit(self.items[0]):
+            self.items.pop(0)
+        return False
