@@ -1,0 +1,133 @@
+"""Window processors against plain-Python references, on random event streams with watermarks.
+
+Each example runs the processor through the test kit in all its modes (snapshots, restores,
+restores into other processor counts), so a property failing names the mode that broke it.
+The references: a sliding window's result per (window, key) is the count of the on-time items
+in it, an item being late when a window holding it was already emitted (Jet's rule); a session
+is a maximal run of a key's on-time items with gaps below the session gap, an item being late
+when its timestamp is below the last watermark.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections import Counter
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jetspark import processors as P
+from jetspark.core import Watermark
+from jetspark.processors import WindowPolicy
+from jetspark.testing import verify_processor
+from tests.unit.processors.windowing import late_flags, results_counter, window_counts
+
+ts_of = operator.itemgetter(0)
+key_of = operator.itemgetter(1)
+
+
+@st.composite
+def streams(draw: Any) -> list[Any]:
+    """Events `(timestamp, key)` in any order, with rising watermarks among them."""
+    events = draw(st.lists(st.tuples(st.integers(0, 60), st.sampled_from("abc")), max_size=25))
+    stream: list[Any] = []
+    wm = -10
+    for event in events:
+        if draw(st.booleans()) and draw(st.booleans()):
+            wm += draw(st.integers(1, 15))
+            stream.append(Watermark(wm))
+        stream.append(event)
+    return stream
+
+
+policies = st.builds(
+    lambda slide, factor, offset: WindowPolicy.sliding(slide * factor, slide, offset),
+    st.integers(1, 8),
+    st.integers(1, 4),
+    st.integers(0, 7),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(streams(), policies)
+def test_sliding_windows_count_the_on_time_items_of_each_window(
+    stream: list[Any], policy: WindowPolicy
+) -> None:
+    events = [x for x in stream if not isinstance(x, Watermark)]
+    late = late_flags(policy, stream, ts_of)
+    expected = window_counts(policy, [e for e, is_late in zip(events, late) if not is_late])
+
+    def check(mode: str, outputs: list[list[Any]]) -> None:
+        assert results_counter(outputs[0]) == expected, mode
+
+    (
+        verify_processor(P.aggregate_to_sliding_window(key_of, ts_of, policy, P.counting()))
+        .input(stream)
+        .partitioned_input(key_of)
+        .disable_logging()
+        .assert_output(1, check)
+    )
+
+
+@settings(max_examples=30, deadline=None)
+@given(streams(), policies)
+def test_two_stages_give_what_one_stage_gives(stream: list[Any], policy: WindowPolicy) -> None:
+    """Stage 1's frames, fed to stage 2 with the same watermarks, give the single stage's windows."""
+    events = [x for x in stream if not isinstance(x, Watermark)]
+    frames_stream: list[Any] = []
+    frames = verify_processor(P.accumulate_by_frame(key_of, ts_of, policy, P.counting()))
+    frames.input(stream).disable_snapshots().disable_logging().assert_output(
+        1, lambda mode, outputs: frames_stream.__setitem__(slice(None), outputs[0])
+    )
+    late = late_flags(policy, stream, ts_of)
+    expected = window_counts(policy, [e for e, is_late in zip(events, late) if not is_late])
+
+    def check(mode: str, outputs: list[list[Any]]) -> None:
+        assert results_counter(outputs[0]) == expected, mode
+
+    (
+        verify_processor(P.combine_to_sliding_window(policy, P.counting()))
+        .input(frames_stream)
+        .partitioned_input(P.frame_entry_key)
+        .disable_logging()
+        .assert_output(1, check)
+    )
+
+
+def sessions_of(stream: list[Any], gap: int) -> Counter[tuple[int, int, str, int]]:
+    wm = None
+    on_time: dict[str, list[int]] = {}
+    for item in stream:
+        if isinstance(item, Watermark):
+            wm = item.timestamp
+        elif wm is None or item[0] >= wm:
+            on_time.setdefault(item[1], []).append(item[0])
+    out: Counter[tuple[int, int, str, int]] = Counter()
+    for key, stamps in on_time.items():
+        stamps.sort()
+        start, end, n = stamps[0], stamps[0] + gap, 0
+        for t in stamps:
+            if t >= end:
+                out[(start, end, key, n)] += 1
+                start, n = t, 0
+            end, n = max(end, t + gap), n + 1
+        out[(start, end, key, n)] += 1
+    return out
+
+
+@settings(max_examples=30, deadline=None)
+@given(streams(), st.integers(1, 12))
+def test_session_windows_are_the_runs_of_on_time_items(stream: list[Any], gap: int) -> None:
+    expected = sessions_of(stream, gap)
+
+    def check(mode: str, outputs: list[list[Any]]) -> None:
+        assert results_counter(outputs[0]) == expected, mode
+
+    (
+        verify_processor(P.aggregate_to_session_window(key_of, ts_of, gap, P.counting()))
+        .input(stream)
+        .partitioned_input(key_of)
+        .disable_logging()
+        .assert_output(1, check)
+    )
