@@ -74,7 +74,9 @@ class PrintTop(AbstractProcessor):
 def build_dag(clicks: int | None) -> DAG:
     dag = DAG()
     source = dag.new_vertex("clicks", P.generator_stream(count=clicks, items_per_second=20_000, fn=click), 2)
-    stamps = dag.new_vertex("stamps", P.insert_watermarks(timestamp_of, allowed_lag=200), 2)
+    stamps = dag.new_vertex(
+        "stamps", P.insert_watermarks(timestamp_of, allowed_lag=200, throttling_frame_size=250), 2
+    )
     dag.edge(Edge.between(source, stamps).isolated())
     policy = P.WindowPolicy.sliding(window_size=1_000, slide=250)
     windows = P.window_aggregate(dag, "per-page", stamps, page_of, timestamp_of, policy, P.counting())

@@ -22,6 +22,7 @@ from typing import Any
 import attrs
 
 from jetspark.core.abstract_processor import AbstractProcessor
+from jetspark.core.inbox import Inbox
 from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.core.watermark import IDLE_MESSAGE, BroadcastKey, Watermark
 
@@ -35,15 +36,26 @@ class EventTimePolicy:
     `timestamp_fn(item)` returns the item's event time (an int, e.g. epoch millis);
     `allowed_lag` is how far behind the top timestamp an item may still arrive without being
     late; `idle_timeout_millis` (None: never) is the quiet time after which a partition is idle.
+    `throttling_frame_size` (Jet's watermark throttling): watermarks are rounded down to
+    multiples of it (shifted by `throttling_frame_offset`), so one goes out only when a new
+    multiple is reached. A window closes only at its slide's boundaries, so throttling to the
+    slide loses no timeliness and saves a watermark per item, which costs far more than the item
+    (each one travels alone through every queue and every processor downstream).
     """
 
     timestamp_fn: Callable[[Any], int]
     allowed_lag: int = 0
     idle_timeout_millis: int | None = None
+    throttling_frame_size: int = 1
+    throttling_frame_offset: int = 0
 
     def __attrs_post_init__(self) -> None:
         if self.allowed_lag < 0:
             raise ValueError(f"EventTimePolicy: allowed_lag must be >= 0, got {self.allowed_lag}")
+        if self.throttling_frame_size < 1:
+            raise ValueError(
+                f"EventTimePolicy: throttling_frame_size must be >= 1, got {self.throttling_frame_size}"
+            )
         if self.idle_timeout_millis is not None and self.idle_timeout_millis <= 0:
             raise ValueError(
                 f"EventTimePolicy: idle_timeout_millis must be > 0 or None, got {self.idle_timeout_millis}"
@@ -58,19 +70,33 @@ class EventTimeMapper:
     emit what `watermark` returns, if anything, and call it again only after that went out.
     """
 
-    __slots__ = ("_idle_forwarded", "_idle_seconds", "_lag", "_last_event", "_last_wm", "_restored", "_tops")
+    __slots__ = (
+        "_frame",
+        "_idle_forwarded",
+        "_idle_seconds",
+        "_lag",
+        "_last_event",
+        "_last_wm",
+        "_changed",
+        "_offset",
+        "_restored",
+        "_tops",
+    )
 
     def __init__(self, policy: EventTimePolicy, partition_count: int = 1, now: float | None = None) -> None:
         if partition_count < 1:
             raise ValueError(f"EventTimeMapper: partition_count must be >= 1, got {partition_count}")
         start = time.monotonic() if now is None else now
         self._lag = policy.allowed_lag
+        self._frame = policy.throttling_frame_size
+        self._offset = policy.throttling_frame_offset
         self._idle_seconds = None if policy.idle_timeout_millis is None else policy.idle_timeout_millis / 1000
         self._tops: list[Any] = [_NEVER] * partition_count
         self._last_event = [start] * partition_count
         self._last_wm: Any = _NEVER
         self._idle_forwarded = False
         self._restored = False
+        self._changed = False
 
     @property
     def partition_count(self) -> int:
@@ -94,6 +120,7 @@ class EventTimeMapper:
             if len(tops) == len(self._tops):
                 tops = [min(a, b) for a, b in zip(tops, self._tops)]
         self._restored = True
+        self._changed = True
         self._last_wm = last_wm
         if len(tops) == len(self._tops):
             self._tops = list(tops)
@@ -102,18 +129,25 @@ class EventTimeMapper:
         """An item with `timestamp` came from `partition` at monotonic time `now`."""
         if timestamp > self._tops[partition]:
             self._tops[partition] = timestamp
+            self._changed = True
         self._last_event[partition] = now
         self._idle_forwarded = False
 
     def watermark(self, now: float) -> Watermark | None:
         """The watermark (or `IDLE_MESSAGE`) to emit now, or None; it counts as emitted."""
         idle_after = self._idle_seconds
-        low: Any = None
-        for top, last in zip(self._tops, self._last_event):
-            if idle_after is not None and now - last >= idle_after:
-                continue
-            if low is None or top < low:
-                low = top
+        if idle_after is None:
+            if not self._changed:  # no top rose since the last call: nothing can have changed
+                return None
+            self._changed = False
+            low: Any = min(self._tops)  # nothing is ever idle
+        else:
+            low = None
+            for top, last in zip(self._tops, self._last_event):
+                if now - last >= idle_after:
+                    continue
+                if low is None or top < low:
+                    low = top
         if low is None:  # every partition is idle
             if self._idle_forwarded:
                 return None
@@ -122,6 +156,8 @@ class EventTimeMapper:
         if low == _NEVER:
             return None
         wm = low - self._lag
+        if self._frame > 1:
+            wm -= (wm - self._offset) % self._frame
         if wm <= self._last_wm:
             return None
         self._last_wm = wm
@@ -144,19 +180,26 @@ class _InsertWatermarksP(AbstractProcessor):
         self._pending: Watermark | None = None
         self._clock = time.monotonic
 
-    def try_process0(self, item: Any) -> bool:
-        if self._pending is not None:  # the item went out, its watermark did not
-            return self._flush_pending()
+    def process(self, ordinal: int, inbox: Inbox) -> None:
+        if self._pending is not None and not self._flush_pending():
+            return
         now = self._clock()
-        mapper = self._mapper
-        mapper.observe(self._partition_fn(item), self._policy.timestamp_fn(item), now)
-        if not self.outbox.offer(item):
-            return False  # offered again later (and observed again: harmless)
-        wm = mapper.watermark(now)
-        if wm is not None and not self.outbox.offer(wm):
-            self._pending = wm
-            return False
-        return True
+        offer = self.outbox.offer
+        observe = self._mapper.observe
+        watermark = self._mapper.watermark
+        timestamp_fn = self._policy.timestamp_fn
+        partition_fn = self._partition_fn
+        peek = inbox.peek
+        remove = inbox.remove
+        while (item := peek()) is not None:
+            observe(partition_fn(item), timestamp_fn(item), now)
+            if not offer(item):
+                return  # offered again on the next call (and observed again: harmless)
+            remove()
+            wm = watermark(now)
+            if wm is not None and not offer(wm):
+                self._pending = wm  # the item went out: its watermark goes first next time
+                return
 
     def _flush_pending(self) -> bool:
         pending = self._pending
@@ -198,9 +241,13 @@ def insert_watermarks(
     idle_timeout_millis: int | None = None,
     partition_fn: Callable[[Any], int] | None = None,
     partition_count: int = 1,
+    throttling_frame_size: int = 1,
+    throttling_frame_offset: int = 0,
 ) -> ProcessorSupplier:
     """Pass items through and insert watermarks: per processor (and per source partition), the
-    highest `timestamp_fn(item)` so far minus `allowed_lag`, emitted whenever it rises.
+    highest `timestamp_fn(item)` so far minus `allowed_lag`, emitted whenever it rises (with
+    `throttling_frame_size`, rounded down to its multiples: give a window's slide, see
+    `EventTimePolicy`).
 
     Put it right behind a source, on a local (or isolated) edge, so that each processor sees one
     source processor's items in their order. `partition_fn(item)` (an int below
@@ -214,7 +261,11 @@ def insert_watermarks(
     job does not emit a watermark below one already sent.
     """
     policy = EventTimePolicy(
-        timestamp_fn=timestamp_fn, allowed_lag=allowed_lag, idle_timeout_millis=idle_timeout_millis
+        timestamp_fn=timestamp_fn,
+        allowed_lag=allowed_lag,
+        idle_timeout_millis=idle_timeout_millis,
+        throttling_frame_size=throttling_frame_size,
+        throttling_frame_offset=throttling_frame_offset,
     )
     if partition_count < 1:
         raise ValueError(f"insert_watermarks: partition_count must be >= 1, got {partition_count}")

@@ -45,7 +45,7 @@ from jetspark.core.inbox import Inbox
 from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.core.watermark import BroadcastKey, Watermark
 from jetspark.processors._snapshots import EntryWriter, lowest
-from jetspark.processors.aggregate import AggregateOperation
+from jetspark.processors.aggregate import AggregateOperation, _count_one, _zero
 
 _MISSING: Any = object()
 _IMMUTABLE = frozenset({int, float, str, bool, bytes, type(None)})
@@ -137,6 +137,7 @@ class _WindowP(AbstractProcessor):
         # the window being emitted: its end, its keys, where we are
         self._current: int | None = None
         self._keys: list[Hashable] = []
+        self._window: dict[Hashable, Any] = {}
         self._key_index = 0
         self._pending_item: Any = _MISSING
         self._wm: Watermark | None = None
@@ -224,23 +225,28 @@ class _WindowP(AbstractProcessor):
         return [frames[f] for f in range(start, end + 1, policy.frame_size) if f in frames]
 
     def _start_window(self, end: int) -> None:
-        keys: dict[Hashable, None] = {}
-        for frame in self._window_frames(end):
-            keys.update(dict.fromkeys(frame))
         self._current = end
-        self._keys = list(keys)
+        self._window = self._window_accs(end)
+        self._keys = list(self._window)
         self._key_index = 0
 
-    def _window_acc(self, end: int, key: Hashable) -> Any:
+    def _window_accs(self, end: int) -> dict[Hashable, Any]:
+        """Each key's accumulator over the window ending at `end`, in one pass over its frames.
+
+        A tumbling window is its frame (handed out as it is: the frame goes with the window);
+        a sliding one combines copies, since each frame serves several windows.
+        """
+        frames = self._window_frames(end)
         if self._policy.is_tumbling:
-            return self._frames[end][key]
+            return frames[0] if frames else {}
         combine = self._op.combine
-        acc = _MISSING
-        for frame in self._window_frames(end):
-            part = frame.get(key, _MISSING)
-            if part is not _MISSING:
-                acc = clone_acc(part) if acc is _MISSING else combine(acc, clone_acc(part))
-        return acc
+        window: dict[Hashable, Any] = {}
+        get = window.get
+        for frame in frames:
+            for key, part in frame.items():
+                acc = get(key, _MISSING)
+                window[key] = clone_acc(part) if acc is _MISSING else combine(acc, clone_acc(part))
+        return window
 
     def _emit_current(self) -> bool:
         end = self._current
@@ -256,7 +262,7 @@ class _WindowP(AbstractProcessor):
                 if floors.get(key, end) > end:  # out before a snapshot this processor restored
                     self._key_index += 1
                     continue
-                item = self._result(end, key, self._window_acc(end, key))
+                item = self._result(end, key, self._window[key])
             if not offer(item):
                 self._pending_item = item
                 return False
@@ -266,6 +272,7 @@ class _WindowP(AbstractProcessor):
                 del self._frames[end][key]
             else:
                 floors[key] = end + self._policy.frame_size
+        self._window = {}
         return True
 
     def _result(self, end: int, key: Hashable, acc: Any) -> Any:
@@ -299,13 +306,10 @@ class _WindowP(AbstractProcessor):
         out: list[WindowResult] = []
         end = self._next_window(None)
         while end is not None and end <= top + policy.window_size - policy.frame_size:
-            keys: dict[Hashable, None] = {}
-            for frame in self._window_frames(end):
-                keys.update(dict.fromkeys(frame))
-            for key in keys:
+            window = self._window_accs(end)
+            for key, acc in window.items():
                 if self._floors.get(key, end) > end:
                     continue
-                acc = self._window_acc(end, key)
                 if policy.is_tumbling:
                     acc = clone_acc(acc)
                 out.append(WindowResult(end - policy.window_size, end, key, export(acc), True))
@@ -392,23 +396,41 @@ class _SlidingWindowP(_WindowP):
         inbox.drain(_ignore)
 
     def _accumulate_items(self, inbox: Inbox) -> None:
+        """The hot loop: frame and lateness inline, the frame looked up only when it changes,
+        counting without create/accumulate calls (as `aggregate_by_key` does)."""
         frames = self._frames
         key_fn = self._key_fn
         timestamp_fn = self._timestamp_fn
         assert key_fn is not None and timestamp_fn is not None
-        frame_end_of = self._policy.frame_end
-        create = self._op.create
-        accumulate = self._op.accumulate
+        size = self._policy.frame_size
+        offset = self._policy.frame_offset
+        next_win = self._next_win
+        op = self._op
+        counting = op.create is _zero and op.accumulate is _count_one
+        create = op.create
+        accumulate = op.accumulate
+        late = 0
+        frame_end: Any = None
+        frame: dict[Hashable, Any] = {}
         for item in inbox:
-            frame_end = frame_end_of(timestamp_fn(item))
-            if self._is_late(frame_end):
+            timestamp = timestamp_fn(item)
+            end = timestamp - (timestamp - offset) % size + size
+            if next_win is not None and end < next_win:
+                late += 1
                 continue
-            frame = frames.get(frame_end)
-            if frame is None:
-                frame = frames[frame_end] = {}
+            if end != frame_end:
+                frame_end = end
+                found = frames.get(end)
+                if found is None:
+                    found = frames[end] = {}
+                frame = found
             key = key_fn(item)
-            acc = frame.get(key, _MISSING)
-            frame[key] = accumulate(create() if acc is _MISSING else acc, item)
+            if counting:
+                frame[key] = frame.get(key, 0) + 1
+            else:
+                acc = frame.get(key, _MISSING)
+                frame[key] = accumulate(create() if acc is _MISSING else acc, item)
+        self._late += late
         inbox.drain(_ignore)
 
 

@@ -35,6 +35,24 @@ def test_watermark_trails_the_top_timestamp_by_the_lag_and_only_rises() -> None:
     assert mapper.watermark(0) == Watermark(9)
 
 
+def test_throttled_watermarks_are_rounded_down_to_the_frame() -> None:
+    mapper = EventTimeMapper(
+        EventTimePolicy(
+            timestamp_fn=ts_of, allowed_lag=1, throttling_frame_size=10, throttling_frame_offset=2
+        ),
+        now=0,
+    )
+    emitted = []
+    for timestamp in [5, 9, 12, 13, 20, 22, 23, 41]:
+        mapper.observe(0, timestamp, now=0)
+        wm = mapper.watermark(0)
+        emitted.append(None if wm is None else wm.timestamp)
+    # top - 1 rounded down to 2, 12, 22, ...: a new watermark only on reaching a new multiple
+    assert emitted == [2, None, None, 12, None, None, 22, 32]
+    with pytest.raises(ValueError, match="throttling_frame_size"):
+        EventTimePolicy(timestamp_fn=ts_of, throttling_frame_size=0)
+
+
 def test_the_slowest_partition_holds_the_watermark_until_it_is_idle() -> None:
     mapper = EventTimeMapper(policy(idle=100), partition_count=2, now=0.0)
     mapper.observe(0, 50, now=0.0)
