@@ -22,6 +22,7 @@ from typing import Any
 import attrs
 
 from jetspark.core.abstract_processor import AbstractProcessor
+from jetspark.core.errors import ProcessorContractError
 from jetspark.core.inbox import Inbox
 from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.core.watermark import IDLE_MESSAGE, BroadcastKey, Watermark
@@ -133,6 +134,22 @@ class EventTimeMapper:
         self._last_event[partition] = now
         self._idle_forwarded = False
 
+    @property
+    def simple(self) -> bool:
+        """One partition and no idle timeout: `rise_threshold` applies."""
+        return len(self._tops) == 1 and self._idle_seconds is None
+
+    @property
+    def top(self) -> Any:
+        """The top timestamp of partition 0 (-inf before any)."""
+        return self._tops[0]
+
+    def rise_threshold(self) -> Any:
+        """For a `simple` mapper: the lowest top timestamp that makes `watermark` return a new
+        watermark (the last one plus a throttling frame, plus the lag), so that a caller can skip
+        the call for every item below it."""
+        return self._last_wm + self._frame + self._lag
+
     def watermark(self, now: float) -> Watermark | None:
         """The watermark (or `IDLE_MESSAGE`) to emit now, or None; it counts as emitted."""
         idle_after = self._idle_seconds
@@ -179,8 +196,13 @@ class _InsertWatermarksP(AbstractProcessor):
         self._mapper = EventTimeMapper(policy, partition_count)
         self._pending: Watermark | None = None
         self._clock = time.monotonic
+        self._chunk: list[Any] = []
+        self._scratch: list[Any] = []
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
+        if self._mapper.simple:
+            self._process_simple(inbox)
+            return
         if self._pending is not None and not self._flush_pending():
             return
         now = self._clock()
@@ -200,6 +222,49 @@ class _InsertWatermarksP(AbstractProcessor):
             if wm is not None and not offer(wm):
                 self._pending = wm  # the item went out: its watermark goes first next time
                 return
+
+    def _process_simple(self, inbox: Inbox) -> None:
+        """One partition, no idle timeout: items go out in batches up to the next item that
+        raises the watermark, which follows its batch; per item only the timestamp is read."""
+        mapper = self._mapper
+        outbox = self.outbox
+        timestamp_fn = self._policy.timestamp_fn
+        now = self._clock()
+        chunk = self._chunk
+        while not inbox.is_empty():
+            if self._pending is not None and not self._flush_pending():
+                return
+            room = outbox.room()
+            if room <= 0:
+                return
+            threshold = mapper.rise_threshold()
+            top = first_top = mapper.top
+            rises = False
+            for item in inbox:
+                chunk.append(item)
+                timestamp = timestamp_fn(item)
+                if timestamp > top:
+                    top = timestamp
+                    if top >= threshold:
+                        rises = True
+                        break
+                if len(chunk) >= room:
+                    break
+            if top > first_top:
+                mapper.observe(0, top, now)
+            if not outbox.offer_batch(chunk):
+                raise ProcessorContractError(
+                    f"vertex {self.context.vertex_name!r}: the outbox refused {len(chunk)} items "
+                    "right after reporting room for them"
+                )
+            inbox.drain_to(self._scratch, len(chunk))
+            self._scratch.clear()
+            chunk.clear()
+            if rises:
+                wm = mapper.watermark(now)
+                if wm is not None and not outbox.offer(wm):
+                    self._pending = wm
+                    return
 
     def _flush_pending(self) -> bool:
         pending = self._pending

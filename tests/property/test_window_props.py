@@ -131,3 +131,31 @@ def test_session_windows_are_the_runs_of_on_time_items(stream: list[Any], gap: i
         .disable_logging()
         .assert_output(1, check)
     )
+
+
+def stamped(timestamps: list[int], lag: int, frame: int) -> list[Any]:
+    """Each item, then a watermark whenever `floor_frame(top - lag)` rises (Jet's throttling)."""
+    out: list[Any] = []
+    top = last = None
+    for t in timestamps:
+        out.append((t, "k"))
+        top = t if top is None else max(top, t)
+        wm = (top - lag) - (top - lag) % frame
+        if last is None or wm > last:
+            out.append(Watermark(wm))
+            last = wm
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(-30, 60), max_size=30), st.integers(0, 5), st.integers(1, 7))
+def test_insert_watermarks_emits_each_rise_of_the_throttled_watermark(
+    timestamps: list[int], lag: int, frame: int
+) -> None:
+    (
+        verify_processor(P.insert_watermarks(ts_of, allowed_lag=lag, throttling_frame_size=frame))
+        .input([(t, "k") for t in timestamps])
+        .disable_redistribution()
+        .disable_logging()
+        .expect_output(stamped(timestamps, lag, frame))
+    )
