@@ -189,6 +189,7 @@ class _WindowJoinP(AbstractProcessor):
         """Emit the pairs of every window ending at or before `limit` (None: all), oldest first."""
         windows = self._windows
         offer = self.outbox.offer
+        room = self.outbox.room
         mapper = self._mapper
         for end in sorted(windows):
             if limit is not None and end > limit:
@@ -199,7 +200,8 @@ class _WindowJoinP(AbstractProcessor):
                 width = len(rights)
                 total = len(lefts) * width
                 while done < total:
-                    if not offer(mapper(lefts[done // width], rights[done % width])):
+                    # no refused offer: it would hold up a snapshot between complete() calls
+                    if room() <= 0 or not offer(mapper(lefts[done // width], rights[done % width])):
                         keys[key][2] = done
                         return False
                     done += 1

@@ -111,7 +111,10 @@ class _SessionWindowP(AbstractProcessor):
         closing = self._closing
         offer = self.outbox.offer
         finish = self._op.finish
+        outbox = self.outbox
         while self._closing_index < len(closing):
+            if outbox.room() <= 0:  # no refused offer: it would hold up a snapshot (see windows.py)
+                return False
             key, session = closing[self._closing_index]
             if not offer(WindowResult(session[0], session[1], key, finish(session[2]))):
                 return False

@@ -252,13 +252,18 @@ class _WindowP(AbstractProcessor):
         end = self._current
         assert end is not None
         keys = self._keys
-        offer = self.outbox.offer
+        outbox = self.outbox
+        offer = outbox.offer
         tumbling = self._policy.is_tumbling
         floors = self._floors
         while self._key_index < len(keys):
             key = keys[self._key_index]
             item = self._pending_item
             if item is _MISSING:
+                # Stop while the outbox has no room rather than have an offer refused: a refused
+                # item would hold up a snapshot between complete() calls until it went out.
+                if outbox.room() <= 0:
+                    return False
                 if floors.get(key, end) > end:  # out before a snapshot this processor restored
                     self._key_index += 1
                     continue
