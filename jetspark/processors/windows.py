@@ -140,7 +140,6 @@ class _WindowP(AbstractProcessor):
         self._window: dict[Hashable, Any] = {}
         self._key_index = 0
         self._pending_item: Any = _MISSING
-        self._wm: Watermark | None = None
         self._writer = EntryWriter()
         self._restored_next: int | None = None
         self._early_seconds = early_millis / 1000
@@ -163,18 +162,13 @@ class _WindowP(AbstractProcessor):
     # ---- emission --------------------------------------------------------------------------
 
     def try_process_watermark(self, watermark: Watermark) -> bool:
-        if self._wm is None:
-            self._wm = watermark
         limit = self._policy.floor_frame(watermark.timestamp)
         if not self._emit_windows(limit):
             return False
         next_win = limit + self._policy.frame_size
         if self._next_win is None or next_win > self._next_win:
             self._advance(next_win)
-        if not self.outbox.offer(watermark):
-            return False
-        self._wm = None
-        return True
+        return self.outbox.offer(watermark)
 
     def complete(self) -> bool:
         return self._emit_windows(None)
