@@ -8,6 +8,9 @@ jetspark run [--local] [--master URL] job.py [job args]
 jetspark submit job.py [--master URL] [spark-submit options] [-- job args]
     Hand the job file to pyspark's bundled `spark-submit`. For a master that is not local,
     a zip of jetspark and its pure-Python dependencies goes along as `--py-files`.
+
+jetspark startpoint set|list|delete ...
+    Startpoints of a job (`jetspark.cli.startpoint`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from jetspark.api import RUNNER_ENV
+from jetspark.cli import startpoint
 from jetspark.cli.pyfiles import build_zip
 from jetspark.runners.spark.session import (
     MASTER_ENV,
@@ -49,6 +53,7 @@ def _parser() -> argparse.ArgumentParser:
     submit.add_argument(
         "rest", nargs=argparse.REMAINDER, help="[--master URL] [spark-submit options] [-- job args]"
     )
+    startpoint.register(commands)
     return parser
 
 
@@ -116,6 +121,8 @@ def job_file_problem(job: str) -> str | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "startpoint":
+        return startpoint.run(args)
     problem = job_file_problem(args.job)
     if problem is not None:
         print(f"jetspark: {problem}", file=sys.stderr)
