@@ -21,9 +21,10 @@ from typing import Any
 
 from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.errors import ProcessorContractError
+from jetspark.core.partitioner import whole_item
 from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.processors._snapshots import EntryWriter
-from jetspark.processors.aggregate import AggregateOperation, whole_item
+from jetspark.processors.aggregate import AggregateOperation
 
 #: The key `Edge.all_to_one()` routes by; `sort` keys its snapshot entries with it.
 ALL_TO_ONE_KEY = "ALL"

@@ -62,6 +62,7 @@ def test_windows_sessions_and_a_hash_join_in_a_batch_job(spark: Any) -> None:
     # which sorted events per processor slice never do.
     assert results_counter(job.result("window-sink")) == window_counts(POLICY, EVENTS)
     assert job.metrics()["windows-frames"]["emitted"] > 0
+    assert job.metrics()["windows-frames"]["late_items_dropped"] == 0  # processors' counters reach the driver
     assert results_counter(job.result("session-sink")) == sessions_reference(EVENTS, 30)
     joined = sorted(job.result("join-sink"))
     assert joined == sorted((e, (e[1], PAGES[e[1]])) for e in EVENTS if e[1] in PAGES)
@@ -99,3 +100,4 @@ def test_window_state_crosses_committed_epochs(spark: Any, tmp_path: Path) -> No
     assert job.epochs_committed >= 2
     events = [event(n) for n in range(count)]
     assert results_counter(job.result("sink")) == window_counts(WindowPolicy.sliding(100, 25), events)
+    assert job.metrics()["windows"]["late_items_dropped"] == 0
