@@ -18,6 +18,8 @@ emitted, so a snapshot between `complete()` calls never makes a restored process
 from __future__ import annotations
 
 import functools
+import heapq
+import itertools
 from collections.abc import Callable, Hashable
 from typing import Any
 
@@ -47,6 +49,10 @@ class _SessionWindowP(AbstractProcessor):
         self._sessions: dict[Hashable, list[list[Any]]] = {}
         self._wm: int | None = None
         self._late = 0
+        #: `(end, sequence, key)` of every session made or extended, earliest end first; an entry
+        #: whose session was extended or merged since is stale and skipped when it comes up.
+        self._deadlines: list[tuple[int, int, Hashable]] = []
+        self._sequence = itertools.count()
         self._closing: list[tuple[Hashable, list[Any]]] | None = None
         self._closing_index = 0
         self._writer = EntryWriter()
@@ -69,12 +75,15 @@ class _SessionWindowP(AbstractProcessor):
         sessions = self._sessions.get(key)
         if sessions is None:
             self._sessions[key] = [[start, end, acc]]
+            heapq.heappush(self._deadlines, (end, next(self._sequence), key))
             return
         combine = self._op.combine
         kept: list[list[Any]] = []
         merged = [start, end, acc]
+        latest = None  # the latest end among the sessions merged into this one
         for session in sessions:
             if session[0] < merged[1] and merged[0] < session[1]:
+                latest = session[1] if latest is None else max(latest, session[1])
                 merged = [
                     min(session[0], merged[0]),
                     max(session[1], merged[1]),
@@ -84,6 +93,11 @@ class _SessionWindowP(AbstractProcessor):
                 kept.append(session)
         kept.append(merged)
         self._sessions[key] = kept
+        # Every session has a deadline with its end. A merged session that ends where one of
+        # its parts ended has it already: an item inside a session adds none (one per item
+        # would pile up until the watermark passed them).
+        if latest is None or latest < end:
+            heapq.heappush(self._deadlines, (merged[1], next(self._sequence), key))
 
     def try_process_watermark(self, watermark: Watermark) -> bool:
         if not self._emit_closed(watermark.timestamp):
@@ -99,14 +113,7 @@ class _SessionWindowP(AbstractProcessor):
     def _emit_closed(self, wm: int | None) -> bool:
         """Emit (and forget) every session ending at or before `wm` (None: all), oldest first."""
         if self._closing is None:
-            closing = [
-                (key, session)
-                for key, sessions in self._sessions.items()
-                for session in sessions
-                if wm is None or session[1] <= wm
-            ]
-            closing.sort(key=lambda entry: entry[1][1])
-            self._closing = closing
+            self._closing = self._closed_sessions(wm)
             self._closing_index = 0
         closing = self._closing
         offer = self.outbox.offer
@@ -125,6 +132,25 @@ class _SessionWindowP(AbstractProcessor):
                 del self._sessions[key]
         self._closing = None
         return True
+
+    def _closed_sessions(self, wm: int | None) -> list[tuple[Hashable, list[Any]]]:
+        """The sessions ending at or before `wm` (None: all), by end; found through the deadlines,
+        so a watermark costs in proportion to the sessions it closes, not to all keys."""
+        if wm is None:
+            self._deadlines.clear()
+            closing = [(key, s) for key, sessions in self._sessions.items() for s in sessions]
+            closing.sort(key=lambda entry: entry[1][1])
+            return closing
+        deadlines = self._deadlines
+        closing = []
+        taken: set[int] = set()
+        while deadlines and deadlines[0][0] <= wm:
+            end, _, key = heapq.heappop(deadlines)
+            for session in self._sessions.get(key, ()):
+                if session[1] == end and id(session) not in taken:
+                    taken.add(id(session))
+                    closing.append((key, session))
+        return closing
 
     def save_to_snapshot(self) -> bool:
         return self._writer.save(self.outbox, self._snapshot_entries)

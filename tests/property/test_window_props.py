@@ -60,6 +60,7 @@ def test_sliding_windows_count_the_on_time_items_of_each_window(
 
     def check(mode: str, outputs: list[list[Any]]) -> None:
         assert results_counter(outputs[0]) == expected, mode
+        assert_results_before_their_watermark(mode, outputs[0])
 
     (
         verify_processor(P.aggregate_to_sliding_window(key_of, ts_of, policy, P.counting()))
@@ -95,6 +96,16 @@ def test_two_stages_give_what_one_stage_gives(stream: list[Any], policy: WindowP
     )
 
 
+def assert_results_before_their_watermark(mode: str, output: list[Any]) -> None:
+    """A result goes out before the watermark that closes its window (or session) does."""
+    highest = None
+    for item in output:
+        if isinstance(item, Watermark):
+            highest = item.timestamp
+        elif highest is not None:
+            assert item.end > highest, f"{item} after Watermark({highest}) in {mode}"
+
+
 def sessions_of(stream: list[Any], gap: int) -> Counter[tuple[int, int, str, int]]:
     wm = None
     on_time: dict[str, list[int]] = {}
@@ -123,6 +134,7 @@ def test_session_windows_are_the_runs_of_on_time_items(stream: list[Any], gap: i
 
     def check(mode: str, outputs: list[list[Any]]) -> None:
         assert results_counter(outputs[0]) == expected, mode
+        assert_results_before_their_watermark(mode, outputs[0])
 
     (
         verify_processor(P.aggregate_to_session_window(key_of, ts_of, gap, P.counting()))
