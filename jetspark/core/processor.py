@@ -174,8 +174,9 @@ class Processor(abc.ABC):
         """Counters of this processor for the job's metrics (Jet's `@Probe` fields), for example
         the late items a window dropped; the runner sums each name over the vertex's processors.
 
-        Called by the runner at any time after `init`, from the processor's own thread; must be
-        cheap and must not change state. Default: none.
+        Called by the runner at any time after `init`, possibly from another thread while the
+        processor runs (the local runner reads metrics when `job.metrics()` is called): return
+        plain counters the processor keeps, cheaply, and change nothing. Default: none.
         """
         return {}
 
