@@ -21,7 +21,7 @@ from jetspark import processors as P
 from jetspark.core import Watermark
 from jetspark.processors import WindowPolicy
 from jetspark.testing import verify_processor
-from tests.unit.processors.windowing import late_flags, results_counter, window_counts
+from tests.unit.processors.windowing import late_flags, results_counter, session_counts, window_counts
 
 ts_of = operator.itemgetter(0)
 key_of = operator.itemgetter(1)
@@ -107,24 +107,15 @@ def assert_results_before_their_watermark(mode: str, output: list[Any]) -> None:
 
 
 def sessions_of(stream: list[Any], gap: int) -> Counter[tuple[int, int, str, int]]:
+    """The sessions of the items not behind the last watermark before them."""
     wm = None
-    on_time: dict[str, list[int]] = {}
+    on_time: list[tuple[int, str]] = []
     for item in stream:
         if isinstance(item, Watermark):
             wm = item.timestamp
         elif wm is None or item[0] >= wm:
-            on_time.setdefault(item[1], []).append(item[0])
-    out: Counter[tuple[int, int, str, int]] = Counter()
-    for key, stamps in on_time.items():
-        stamps.sort()
-        start, end, n = stamps[0], stamps[0] + gap, 0
-        for t in stamps:
-            if t >= end:
-                out[(start, end, key, n)] += 1
-                start, n = t, 0
-            end, n = max(end, t + gap), n + 1
-        out[(start, end, key, n)] += 1
-    return out
+            on_time.append(item)
+    return session_counts(on_time, gap)
 
 
 @settings(max_examples=30, deadline=None)

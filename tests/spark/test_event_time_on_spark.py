@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import operator
 import random
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,7 @@ from jetspark.processors import WindowPolicy
 from jetspark.runners.job import JobStatus
 from jetspark.runners.spark.runner import SparkRunner
 from tests.gates import Gate, gated_stream
-from tests.unit.processors.windowing import results_counter, window_counts
+from tests.unit.processors.windowing import results_counter, session_counts, window_counts
 from tests.waiting import wait_until
 
 ts_of = operator.itemgetter(0)
@@ -25,20 +24,6 @@ POLICY = WindowPolicy.sliding(20, 5)
 _RNG = random.Random(5)
 EVENTS = sorted((_RNG.randrange(0, 500), _RNG.choice("abcdef")) for _ in range(600))
 PAGES = {"a": "home", "b": "about", "c": "cart"}
-
-
-def sessions_reference(events: list[tuple[int, str]], gap: int) -> Counter[tuple[int, int, str, int]]:
-    out: Counter[tuple[int, int, str, int]] = Counter()
-    for key in {k for _, k in events}:
-        stamps = sorted(t for t, k in events if k == key)
-        start, last, n = stamps[0], stamps[0], 0
-        for t in stamps:
-            if t >= last + gap:
-                out[(start, last + gap, key, n)] += 1
-                start, n = t, 0
-            last, n = t, n + 1
-        out[(start, last + gap, key, n)] += 1
-    return out
 
 
 def test_windows_sessions_and_a_hash_join_in_a_batch_job(spark: Any) -> None:
@@ -63,7 +48,7 @@ def test_windows_sessions_and_a_hash_join_in_a_batch_job(spark: Any) -> None:
     assert results_counter(job.result("window-sink")) == window_counts(POLICY, EVENTS)
     assert job.metrics()["windows-frames"]["emitted"] > 0
     assert job.metrics()["windows-frames"]["late_items_dropped"] == 0  # processors' counters reach the driver
-    assert results_counter(job.result("session-sink")) == sessions_reference(EVENTS, 30)
+    assert results_counter(job.result("session-sink")) == session_counts(EVENTS, 30)
     joined = sorted(job.result("join-sink"))
     assert joined == sorted((e, (e[1], PAGES[e[1]])) for e in EVENTS if e[1] in PAGES)
 

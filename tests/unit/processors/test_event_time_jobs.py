@@ -5,7 +5,6 @@ across members; each against a plain-Python reference."""
 from __future__ import annotations
 
 import operator
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,7 @@ from jetspark.core import DAG, Edge, JobConfig, ProcessingGuarantee
 from jetspark.processors import WindowPolicy
 from jetspark.runners.local import JobStatus, LocalRunner
 from tests.gates import Gate, ask_to_suspend, gated_pass, gated_stream
-from tests.unit.processors.windowing import results_counter, window_counts
+from tests.unit.processors.windowing import results_counter, session_counts, window_counts
 from tests.waiting import wait_until
 
 ts_of = operator.itemgetter(0)
@@ -28,20 +27,6 @@ GAP = 7
 def event(seq: int) -> tuple[int, str]:
     """Timestamps rise with the sequence, with holes (so sessions end), over five keys."""
     return (seq + 10 * (seq // 50), "abcde"[(seq * 7) % 5])
-
-
-def sessions(events: list[tuple[int, str]], gap: int) -> Counter[tuple[int, int, str, int]]:
-    out: Counter[tuple[int, int, str, int]] = Counter()
-    for key in {k for _, k in events}:
-        stamps = sorted(t for t, k in events if k == key)
-        start, last, n = stamps[0], stamps[0], 0
-        for t in stamps:
-            if t >= last + gap:
-                out[(start, last + gap, key, n)] += 1
-                start, n = t, 0
-            last, n = t, n + 1
-        out[(start, last + gap, key, n)] += 1
-    return out
 
 
 def windowed_dag(source: Any) -> DAG:
@@ -74,7 +59,7 @@ def test_window_and_session_state_survive_suspend_and_resume_on_another_member_c
     job.resume(member_count=resume_members).join(60)
     events = [event(n) for n in range(count)]
     assert results_counter(job.result("window-sink")) == window_counts(POLICY, events)
-    assert results_counter(job.result("session-sink")) == sessions(events, GAP)
+    assert results_counter(job.result("session-sink")) == session_counts(events, GAP)
     assert job.metrics()["windows-frames"]["late_items_dropped"] == 0
 
 

@@ -41,6 +41,25 @@ def window_counts(
     return Counter((start, end, key, n) for (start, end, key), n in counts.items())
 
 
+def session_counts(events: Iterable[tuple[int, str]], gap: int) -> Counter[tuple[int, int, str, int]]:
+    """`(start, end, key, count)` of every session: a key's maximal run of timestamps each less
+    than `gap` after the one before; the session ends `gap` after its last timestamp."""
+    by_key: dict[str, list[int]] = {}
+    for timestamp, key in events:
+        by_key.setdefault(key, []).append(timestamp)
+    out: Counter[tuple[int, int, str, int]] = Counter()
+    for key, stamps in by_key.items():
+        stamps.sort()
+        start, last, n = stamps[0], stamps[0], 0
+        for t in stamps:
+            if t >= last + gap:
+                out[(start, last + gap, key, n)] += 1
+                start, n = t, 0
+            last, n = t, n + 1
+        out[(start, last + gap, key, n)] += 1
+    return out
+
+
 def results_counter(items: Iterable[Any]) -> Counter[tuple[int, int, str, int]]:
     """The `WindowResult`s among `items` as `(start, end, key, value)` (watermarks skipped)."""
     return Counter(
