@@ -507,7 +507,15 @@ def window_aggregate(
     Adds `"{name}-frames"` (stage 1, local edge from `upstream`) and `name` (stage 2, edge
     partitioned by key and distributed), which emits `WindowResult`s. `upstream` must emit
     watermarks (see `insert_watermarks`), else windows only close at the end of the input.
+    With `early_results_millis`, only `name` is added, one stage behind the partitioned edge
+    (as Jet does): stage 2 would see a frame only once the watermark closed it, too late for
+    an early result.
     """
+    if early_results_millis:
+        single = aggregate_to_sliding_window(key_fn, timestamp_fn, policy, op, early_results_millis)
+        windows = dag.new_vertex(name, single)
+        dag.edge(Edge.from_(upstream, ordinal).to(windows).partitioned(key_fn).distributed())
+        return windows
     frames = dag.new_vertex(f"{name}-frames", accumulate_by_frame(key_fn, timestamp_fn, policy, op))
     windows = dag.new_vertex(name, combine_to_sliding_window(policy, op, early_results_millis))
     dag.edge(Edge.from_(upstream, ordinal).to(frames))

@@ -153,6 +153,20 @@ def test_early_results_show_a_window_before_it_closes() -> None:
         job.cancel()
 
 
+def test_window_aggregate_with_early_results_is_one_stage_and_gives_the_same_final_results() -> None:
+    events = sorted((t * 7 % 90, "abc"[t % 3]) for t in range(90))
+    dag = DAG()
+    source = dag.new_vertex("source", P.from_iterable(events), 1)
+    windows = P.window_aggregate(
+        dag, "w", source, key_of, ts_of, SLIDING, P.counting(), early_results_millis=1
+    )
+    sink = dag.new_vertex("sink", P.collect())
+    dag.edge(Edge.between(windows, sink))
+    assert [v.name for v in dag] == ["source", "w", "sink"]
+    job = LocalRunner(2).run(dag, JobConfig(), timeout=60)
+    assert results_counter(job.result("sink")) == window_counts(SLIDING, events)
+
+
 def test_session_windows_merge_and_close_with_the_watermark() -> None:
     events = [
         (1, "a"),
