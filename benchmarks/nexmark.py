@@ -284,13 +284,12 @@ def run_local(query: str, evs: Sequence[Event]) -> list[Any]:
 # ---- Bytewax 0.21 ----------------------------------------------------------------------------
 
 
-def bytewax_q5(evs: Sequence[Event]) -> Q5Out:
-    import bytewax.operators as op
+def _bytewax_event_clock() -> Any:
+    """An `EventClock` on the bids' event time with the same lag as jetspark's watermarks; its
+    "system time" stands still, so the watermark follows event time only (as in a replay)."""
     import bytewax.operators.windowing as win
-    from bytewax.dataflow import Dataflow
-    from bytewax.testing import TestingSink, TestingSource, run_main
 
-    def fixed_now() -> datetime:  # event time only: the watermark does not move with the wall clock
+    def fixed_now() -> datetime:
         return EPOCH
 
     def no_wakeup(_ts: datetime) -> None:
@@ -299,45 +298,92 @@ def bytewax_q5(evs: Sequence[Event]) -> Q5Out:
     def bid_time(bid: Event) -> datetime:
         return EPOCH + timedelta(milliseconds=bid[4])
 
+    return win.EventClock(bid_time, timedelta(milliseconds=LAG), fixed_now, no_wakeup)
+
+
+def _bytewax_run(build: Callable[[Any, Any], Any], evs: Sequence[Event]) -> list[Any]:
+    """Run the flow `build(flow, bids)` makes over the events; the items its output received."""
+    import bytewax.operators as op
+    from bytewax.dataflow import Dataflow
+    from bytewax.testing import TestingSink, TestingSource, run_main
+
+    out: list[Any] = []
+    flow = Dataflow("q5")
+    bids = op.filter("bids", op.input("events", flow, TestingSource(evs, batch_size=1024)), is_bid)
+    op.output("sink", build(flow, bids), TestingSink(out))
+    run_main(flow)  # type: ignore[no-untyped-call]
+    return out
+
+
+def _bytewax_windower() -> Any:
+    import bytewax.operators.windowing as win
+
+    return win.SlidingWindower(timedelta(milliseconds=WINDOW), timedelta(milliseconds=SLIDE), EPOCH)
+
+
+def _window_end(window_id: int) -> int:
+    """The end (ms) of Bytewax's sliding window `window_id` (window 0 starts at `EPOCH`)."""
+    return window_id * SLIDE + WINDOW
+
+
+def _hottest_of(counts: dict[Any, int]) -> tuple[int, tuple[int, ...]]:
+    top = max(counts.values())
+    return (top, tuple(sorted(int(a) for a, c in counts.items() if c == top)))
+
+
+def bytewax_q5_per_auction(evs: Sequence[Event]) -> Q5Out:
+    """`count_window` keyed by auction, then the maximum per window with `fold_final`.
+
+    Bytewax keeps a clock per key: an auction's windows close when a later bid on the same
+    auction arrives, or at the end of the input, so results reach the next step far out of
+    event-time order and a second window stage would call most of them late. The maximum is
+    therefore taken per window end at the end of the input."""
+    import bytewax.operators as op
+    import bytewax.operators.windowing as win
+
     def auction_key(bid: Event) -> str:
         return str(bid[1])
 
-    def per_window(key_count: tuple[str, tuple[int, int]]) -> tuple[str, tuple[int, int, int]]:
+    def by_window(key_count: tuple[str, tuple[int, int]]) -> tuple[str, tuple[str, int]]:
         auction, (window_id, count) = key_count
-        return ("all", (window_id * SLIDE + WINDOW, int(auction), count))
+        return (str(_window_end(window_id)), (auction, count))
 
-    def result_time(result: tuple[int, int, int]) -> datetime:
-        return EPOCH + timedelta(milliseconds=result[0] - 1)
-
-    def add(acc: list[Any], result: tuple[int, int, int]) -> list[Any]:
-        end, auction, count = result
-        if count > acc[1]:
-            acc[0], acc[1], acc[2] = end, count, [auction]
-        elif count == acc[1]:
-            acc[2].append(auction)
+    def add(acc: dict[str, int], auction_count: tuple[str, int]) -> dict[str, int]:
+        acc[auction_count[0]] = auction_count[1]
         return acc
 
-    def merge(acc: list[Any], other: list[Any]) -> list[Any]:
-        return other if other[1] > acc[1] else acc
+    def build(flow: Any, bids: Any) -> Any:
+        counts = win.count_window("counts", bids, _bytewax_event_clock(), _bytewax_windower(), auction_key)
+        return op.fold_final("hottest", op.map("by-window", counts.down, by_window), dict, add)
 
-    clock = win.EventClock(bid_time, timedelta(milliseconds=LAG), fixed_now, no_wakeup)
-    windower = win.SlidingWindower(timedelta(milliseconds=WINDOW), timedelta(milliseconds=SLIDE), EPOCH)
-    # Results of one window leave the count stage key by key, several windows at once at the end of
-    # the input: the max stage waits a whole window before it calls one late.
-    results_clock = win.EventClock(result_time, timedelta(milliseconds=2 * WINDOW), fixed_now, no_wakeup)
-    out: list[tuple[str, tuple[int, list[Any]]]] = []
-    flow = Dataflow("q5")
-    stream = op.input("events", flow, TestingSource(evs, batch_size=1024))
-    bids = op.filter("bids", stream, is_bid)
-    counts = win.count_window("counts", bids, clock, windower, auction_key)
-    results = op.map("per-window", counts.down, per_window)
-    tumbling = win.TumblingWindower(timedelta(milliseconds=SLIDE), EPOCH)
-    hottest = win.fold_window(
-        "hottest", results, results_clock, tumbling, lambda: [0, 0, []], add, merge, ordered=False
-    )
-    op.output("sink", hottest.down, TestingSink(out))
-    run_main(flow)  # type: ignore[no-untyped-call]
-    return {acc[0]: (acc[1], tuple(sorted(acc[2]))) for _key, (_id, acc) in out}
+    return {int(end): _hottest_of(counts) for end, counts in _bytewax_run(build, evs)}
+
+
+def bytewax_q5_one_key(evs: Sequence[Event]) -> Q5Out:
+    """One key for all bids: `fold_window` counts the auctions of each window in a dict, so the
+    windows close on the one event-time clock, and the maximum is read as each closes."""
+    import bytewax.operators as op
+    import bytewax.operators.windowing as win
+
+    def all_bids(_bid: Event) -> str:
+        return "all"
+
+    def add(acc: dict[int, int], bid: Event) -> dict[int, int]:
+        auction = bid[1]
+        acc[auction] = acc.get(auction, 0) + 1
+        return acc
+
+    def merge(acc: dict[int, int], other: dict[int, int]) -> dict[int, int]:
+        return acc  # sliding windows never merge
+
+    def build(flow: Any, bids: Any) -> Any:
+        keyed = op.key_on("one-key", bids, all_bids)
+        counts = win.fold_window(
+            "counts", keyed, _bytewax_event_clock(), _bytewax_windower(), dict, add, merge, ordered=False
+        )
+        return counts.down
+
+    return {_window_end(window_id): _hottest_of(acc) for _key, (window_id, acc) in _bytewax_run(build, evs)}
 
 
 def bytewax_installed() -> bool:
@@ -456,7 +502,7 @@ def main() -> None:
     loops: dict[str, Callable[[Sequence[Event]], Any]] = {"q1": loop_q1, "q2": loop_q2, "q5": loop_q5}
     print(f"NEXMark-style events: {n:,} ({bids:,} bids), best of {args.repeat} interleaved rounds")
     print(
-        f"{'query':5} {'contender':10} {'seconds':>8} {'events/s':>12} {'x loop (best)':>14} {'x loop (median)':>16}"
+        f"{'query':5} {'contender':16} {'seconds':>8} {'events/s':>12} {'x loop (best)':>14} {'x loop (median)':>16}"
     )
     q5_rounds: dict[str, list[float]] = {}
     for query, loop in loops.items():
@@ -468,20 +514,24 @@ def main() -> None:
         if spark is not None:
             contenders["spark"] = functools.partial(spark.run, query)
         if query == "q5" and bytewax_installed():
-            contenders["bytewax"] = functools.partial(bytewax_q5, evs)
+            contenders["bytewax/auction"] = functools.partial(bytewax_q5_per_auction, evs)
+            contenders["bytewax/1 key"] = functools.partial(bytewax_q5_one_key, evs)
         best, rounds = race(args.repeat, query, contenders, expected)
         for name, seconds in best.items():
             print(
-                f"{query:5} {name:10} {seconds:8.2f} {n / seconds:12,.0f} {seconds / best['loop']:14.2f} "
+                f"{query:5} {name:16} {seconds:8.2f} {n / seconds:12,.0f} {seconds / best['loop']:14.2f} "
                 f"{median_ratio(rounds[name], rounds['loop']):16.2f}"
             )
         if query == "q5":
             q5_rounds = rounds
-    if "bytewax" in q5_rounds:
-        best_ratio = min(q5_rounds["bytewax"]) / min(q5_rounds["local"])
-        median = median_ratio(q5_rounds["bytewax"], q5_rounds["local"])
+    bytewax = [name for name in q5_rounds if name.startswith("bytewax")]
+    if bytewax:  # against Bytewax's faster version in each round
+        fastest = [min(times) for times in zip(*(q5_rounds[name] for name in bytewax), strict=True)]
+        best_ratio = min(fastest) / min(q5_rounds["local"])
+        median = median_ratio(fastest, q5_rounds["local"])
         print(
-            f"\nq5, local runner's throughput / Bytewax's: {best_ratio:.2f} (best), {median:.2f} (median of rounds)"
+            f"\nq5, local runner's throughput / the faster Bytewax version's: {best_ratio:.2f} (best), "
+            f"{median:.2f} (median of rounds)"
         )
     if spark is not None:
         spark.close()
