@@ -430,12 +430,25 @@ class SparkSide:
 # ---- memory and profile ----------------------------------------------------------------------
 
 
+def peak_rss_kib() -> int:
+    """This process's peak RSS in KiB: the kernel's `VmHWM`, which starts afresh at `exec` (Linux's
+    `ru_maxrss` does not: a child forked from a large parent reports the parent's peak)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
+
+
 def q5_generated_peak_kib(n: int) -> int:
     """In this (child) process: local q5 over `generator_stream` events; the peak RSS in KiB."""
     dag = local_dag("q5", P.generator_stream(count=n, fn=event), P.collect())
     job = LocalRunner(1).run(dag, JobConfig(name="q5-memory"), 3600)
     assert len(job.result("sink")) >= n // EVENTS_PER_MS // SLIDE - WINDOW // SLIDE
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    return peak_rss_kib()
 
 
 def memory_child(n: int) -> tuple[int, float]:
@@ -478,29 +491,16 @@ def median_ratio(numerator: list[float], denominator: list[float]) -> float:
     return statistics.median(a / b for a, b in zip(numerator, denominator, strict=True))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--n", type=int, default=1_000_000, help="events per run")
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--memory-n", type=int, default=300_000, help="0 skips the memory runs")
-    parser.add_argument("--profile-top", type=int, default=15, help="0 skips the profile")
-    parser.add_argument("--skip-spark", action="store_true")
-    parser.add_argument("--memory-child", type=int, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.memory_child is not None:
-        print(q5_generated_peak_kib(args.memory_child))
-        return
-    n = args.n
-    evs = events(n)
+def run_races(evs: list[Event], repeat: int, skip_spark: bool) -> None:
+    """Every query, every contender, interleaved round by round; print the table."""
+    n = len(evs)
     bids = sum(1 for e in evs if e[0] == BID)
-    spark = None if args.skip_spark else SparkSide(n)
+    spark = None if skip_spark else SparkSide(n)
     if spark is not None:
         for query in QUERIES:  # warm up the Python workers
             spark.run(query)
     loops: dict[str, Callable[[Sequence[Event]], Any]] = {"q1": loop_q1, "q2": loop_q2, "q5": loop_q5}
-    print(f"NEXMark-style events: {n:,} ({bids:,} bids), best of {args.repeat} interleaved rounds")
+    print(f"NEXMark-style events: {n:,} ({bids:,} bids), best of {repeat} interleaved rounds")
     print(
         f"{'query':5} {'contender':16} {'seconds':>8} {'events/s':>12} {'x loop (best)':>14} {'x loop (median)':>16}"
     )
@@ -516,7 +516,7 @@ def main() -> None:
         if query == "q5" and bytewax_installed():
             contenders["bytewax/auction"] = functools.partial(bytewax_q5_per_auction, evs)
             contenders["bytewax/1 key"] = functools.partial(bytewax_q5_one_key, evs)
-        best, rounds = race(args.repeat, query, contenders, expected)
+        best, rounds = race(repeat, query, contenders, expected)
         for name, seconds in best.items():
             print(
                 f"{query:5} {name:16} {seconds:8.2f} {n / seconds:12,.0f} {seconds / best['loop']:14.2f} "
@@ -535,13 +535,34 @@ def main() -> None:
         )
     if spark is not None:
         spark.close()
-    if args.memory_n:
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--n", type=int, default=1_000_000, help="events per run")
+    parser.add_argument("--repeat", type=int, default=3, help="0 skips the timed rounds")
+    parser.add_argument("--memory-n", type=int, default=300_000, help="0 skips the memory runs")
+    parser.add_argument("--profile-top", type=int, default=15, help="0 skips the profile")
+    parser.add_argument("--skip-spark", action="store_true")
+    parser.add_argument("--memory-child", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.memory_child is not None:
+        print(q5_generated_peak_kib(args.memory_child))
+        return
+    if args.memory_n:  # first, while this process is small (each size runs in a fresh child)
         small, _ = memory_child(args.memory_n)
         large, seconds = memory_child(10 * args.memory_n)
         print(
-            f"\nlocal q5 peak RSS: {args.memory_n:,} events {small / 1024:.1f} MB, "
-            f"{10 * args.memory_n:,} events {large / 1024:.1f} MB ({large / small:.2f}x; the large run took {seconds:.1f} s)"
+            f"local q5 peak RSS: {args.memory_n:,} events {small / 1024:.1f} MB, {10 * args.memory_n:,} "
+            f"events {large / 1024:.1f} MB ({large / small:.2f}x; the large run took {seconds:.1f} s)\n"
         )
+    if not args.repeat and not args.profile_top:
+        return
+    evs = events(args.n)
+    if args.repeat:
+        run_races(evs, args.repeat, args.skip_spark)
     if args.profile_top:
         print("\nwhere the local q5's time goes (cProfile, by own time):")
         print(profile_q5(evs, args.profile_top))
