@@ -17,16 +17,19 @@ Contenders, interleaved round by round in one process, each checked against the 
   `insert_watermarks` (allowed lag `LAG`, throttled to the slide), then the query's built-ins;
 - `spark`: the same DAGs on Spark `local[2]` with 2 members, the events read from a cached RDD
   (`from_rdd`), so neither the generator nor the driver's list is timed;
-- `bytewax`: q5 in Bytewax 0.21 (`count_window` over a `SlidingWindower` with an `EventClock`
-  of the same lag, then a `fold_window` per window for the maximum), input `TestingSource`.
+- `bytewax/auction` and `bytewax/1 key`: q5 in Bytewax 0.21 on an `EventClock` of the same lag
+  and a `SlidingWindower`, input `TestingSource`: `count_window` keyed by auction (the maximum
+  per window taken at the end of the input: Bytewax's clock is per key), and all bids under one
+  key with a dict of counts per window (see the two functions' docstrings).
 
     python benchmarks/nexmark.py [--n 1000000] [--repeat 3] [--memory-n 300000] [--skip-spark]
 
-Prints, per query and contender, the best time of `--repeat` rounds, events/s, the ratio to the
-loop's best, and the median of the per-round ratios; then the local runner's q5 against
-Bytewax's; then the peak RSS of the local q5 (a child process per size, its source a
-`generator_stream`, so the input is not held in memory) at `--memory-n` and ten times that; then
-a cProfile summary of the local q5.
+Prints first the peak RSS of the local q5 (a child process per size, its source a
+`generator_stream`, so the input is not held in memory) at `--memory-n` and ten times that; then,
+per query and contender, the best time of `--repeat` rounds, events/s, the ratio to the loop's
+best, and the median of the per-round ratios; then the local runner's q5 against the faster
+Bytewax version's; then a cProfile summary of the local q5. `--memory-n 0`, `--repeat 0` and
+`--profile-top 0` skip a part.
 """
 
 from __future__ import annotations
