@@ -49,6 +49,7 @@ second so that snapshots and cancellation are not held up.
 from __future__ import annotations
 
 import abc
+from collections.abc import Mapping
 from typing import ClassVar
 
 from jetspark.core.context import ProcessorContext
@@ -168,6 +169,16 @@ class Processor(abc.ABC):
     def finish_snapshot_restore(self) -> bool:
         """Called after all snapshot entries were restored; False to be called again. Default: True."""
         return True
+
+    def custom_metrics(self) -> Mapping[str, int]:
+        """Counters of this processor for the job's metrics (Jet's `@Probe` fields), for example
+        the late items a window dropped; the runner sums each name over the vertex's processors.
+
+        Called by the runner at any time after `init`, possibly from another thread while the
+        processor runs (the local runner reads metrics when `job.metrics()` is called): return
+        plain counters the processor keeps, cheaply, and change nothing. Default: none.
+        """
+        return {}
 
     def close(self) -> None:  # noqa: B027
         """Release resources. Called last, exactly once, even if `init` failed or never ran.

@@ -8,6 +8,12 @@ without breaking anyone. Each factory's docstring is its specification.
 - transforms: `map`, `filter`, `flat_map`, `fused` (with `Chain`)
 - aggregation: `AggregateOperation`, `counting`, `summing`, `to_list`, `averaging`,
   `accumulate_by_key`, `combine_by_key`, `aggregate_by_key`, `entry_key`, `whole_item`
+- event time: `EventTimePolicy`, `EventTimeMapper`, `insert_watermarks`
+- windows: `WindowPolicy`, `WindowResult`, `FrameEntry`, `accumulate_by_frame`,
+  `combine_to_sliding_window`, `aggregate_to_sliding_window`, `window_aggregate`,
+  `aggregate_to_session_window` (late items are counted in the metric `LATE_ITEMS_METRIC`)
+- joins: `hash_join`, `window_join` (output `pair` by default)
+- ordering: `sort`, `distinct`, `top_n` (an `AggregateOperation`)
 - sinks: `collect`, `logger`, `noop`, `files`, `batches`; exactly-once: `transactional_files`,
   `postgres` (subclass `processors.transactional.TransactionalSinkP` for another system)
 """
@@ -23,7 +29,17 @@ from jetspark.processors.aggregate import entry_key as entry_key
 from jetspark.processors.aggregate import summing as summing
 from jetspark.processors.aggregate import to_list as to_list
 from jetspark.processors.directory_source import directory_stream as directory_stream
+from jetspark.processors.event_time import EventTimeMapper as EventTimeMapper
+from jetspark.processors.event_time import EventTimePolicy as EventTimePolicy
+from jetspark.processors.event_time import insert_watermarks as insert_watermarks
+from jetspark.processors.joins import hash_join as hash_join
+from jetspark.processors.joins import pair as pair
+from jetspark.processors.joins import window_join as window_join
+from jetspark.processors.ordering import distinct as distinct
+from jetspark.processors.ordering import sort as sort
+from jetspark.processors.ordering import top_n as top_n
 from jetspark.processors.postgres import postgres as postgres
+from jetspark.processors.sessions import aggregate_to_session_window as aggregate_to_session_window
 from jetspark.processors.sinks import batches as batches
 from jetspark.processors.sinks import collect as collect
 from jetspark.processors.sinks import files as files
@@ -37,31 +53,59 @@ from jetspark.processors.transforms import filter as filter
 from jetspark.processors.transforms import flat_map as flat_map
 from jetspark.processors.transforms import fused as fused
 from jetspark.processors.transforms import map as map
+from jetspark.processors.windows import LATE_ITEMS_METRIC as LATE_ITEMS_METRIC
+from jetspark.processors.windows import FrameEntry as FrameEntry
+from jetspark.processors.windows import WindowPolicy as WindowPolicy
+from jetspark.processors.windows import WindowResult as WindowResult
+from jetspark.processors.windows import accumulate_by_frame as accumulate_by_frame
+from jetspark.processors.windows import aggregate_to_sliding_window as aggregate_to_sliding_window
+from jetspark.processors.windows import combine_to_sliding_window as combine_to_sliding_window
+from jetspark.processors.windows import frame_entry_key as frame_entry_key
+from jetspark.processors.windows import window_aggregate as window_aggregate
 
 __all__ = [
+    "LATE_ITEMS_METRIC",
     "AggregateOperation",
     "Chain",
+    "EventTimeMapper",
+    "EventTimePolicy",
+    "FrameEntry",
+    "WindowPolicy",
+    "WindowResult",
+    "accumulate_by_frame",
     "accumulate_by_key",
     "aggregate_by_key",
+    "aggregate_to_session_window",
+    "aggregate_to_sliding_window",
     "averaging",
     "batches",
     "collect",
     "combine_by_key",
+    "combine_to_sliding_window",
     "counting",
     "directory_stream",
+    "distinct",
     "entry_key",
     "files",
     "filter",
     "flat_map",
+    "frame_entry_key",
     "from_iterable",
     "fused",
     "generator_stream",
+    "hash_join",
+    "insert_watermarks",
     "logger",
     "map",
     "noop",
+    "pair",
     "postgres",
+    "sort",
     "summing",
     "to_list",
+    "top_n",
     "transactional_files",
     "whole_item",
+    "window_aggregate",
+    "window_join",
 ]

@@ -160,12 +160,15 @@ def _close_unused(processor: Processor, vertex: str, member: int, index: int) ->
 
 
 def tasklet_metrics(tasklets: Iterable[ProcessorTasklet]) -> dict[str, dict[str, int]]:
-    """Per vertex: items `received` and `emitted`, summed over `tasklets`."""
+    """Per vertex: items `received` and `emitted`, and the processors' own counters
+    (`Processor.custom_metrics`, such as `late_items_dropped`), summed over `tasklets`."""
     out: dict[str, dict[str, int]] = {}
     for tasklet in tasklets:
         slot = out.setdefault(tasklet.context.vertex_name, {"received": 0, "emitted": 0})
         slot["received"] += tasklet.received_count
         slot["emitted"] += tasklet.outbox.emitted_count
+        for name, value in tasklet.processor.custom_metrics().items():
+            slot[name] = slot.get(name, 0) + value
     return out
 
 

@@ -466,26 +466,36 @@ class Harness:
     # ---- output ---------------------------------------------------------------------------
 
     def _collect(self, inst: Instance) -> None:
-        """Flush the outbox and move what the collectors got into `outputs`."""
-        inst.outbox.flush()
+        """Flush the outbox and move what the collectors got into `outputs`, until the buffers
+        are empty or nothing moves: downstream queues drain while a processor works, so an item
+        that waited in a buffer behind a full queue goes on before the next call."""
         emitted: list[Any] = []
-        for ordinal, collector in enumerate(inst.collectors):
-            items = collector.take()
-            if not items:
-                continue
-            emitted.extend(items)
-            if self._merge is None:
-                self.outputs[ordinal].extend(items)
-                continue
-            for item in items:
-                if isinstance(item, Watermark):
-                    self._append_watermarks(ordinal, self._merge[ordinal].observe(inst.position, item))
-                else:
-                    self.outputs[ordinal].append(item)
+        moved = True
+        while moved:
+            inst.outbox.flush()
+            moved = False
+            for ordinal, collector in enumerate(inst.collectors):
+                items = collector.take()
+                if not items:
+                    continue
+                moved = True
+                emitted.extend(items)
+                self._add_output(inst, ordinal, items)
+            moved = moved and inst.outbox.buffered() > 0
         record = self.log.latest()
         if record is not None:
             record.emitted.extend(emitted)
             self.log.finished(record)
+
+    def _add_output(self, inst: Instance, ordinal: int, items: list[Any]) -> None:
+        if self._merge is None:
+            self.outputs[ordinal].extend(items)
+            return
+        for item in items:
+            if isinstance(item, Watermark):
+                self._append_watermarks(ordinal, self._merge[ordinal].observe(inst.position, item))
+            else:
+                self.outputs[ordinal].append(item)
 
     def _append_watermarks(self, ordinal: int, watermarks: list[Watermark]) -> None:
         """Append coalesced watermarks, skipping those a restored execution repeats."""

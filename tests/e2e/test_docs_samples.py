@@ -38,6 +38,7 @@ DOCS = [
     ROOT / "docs" / "spark.md",
     ROOT / "docs" / "fault-tolerance.md",
     ROOT / "docs" / "planning.md",
+    ROOT / "docs" / "event-time.md",
     ROOT / "docs" / "startpoints.md",
 ]
 JETSPARK = Path(sys.executable).with_name("jetspark")  # the venv's console script
@@ -164,6 +165,15 @@ def test_readme_example_runs_with_jetspark_run_local() -> None:
     assert re.fullmatch(r"2400 words, \d+ distinct, on LocalJob with 1 member\(s\)", lines[0]), stdout
     assert lines[1] == "top 10:"
     assert [line.split()[0] for line in lines[2:]] == [f"{rank}." for rank in range(1, 11)]
+
+
+# ---- docs/event-time.md ----------------------------------------------------------------------
+
+
+def test_the_event_time_sample_prints_what_the_doc_says(ran: dict[Path, Ran]) -> None:
+    doc = ROOT / "docs" / "event-time.md"
+    printed = next(block.code for block in code_blocks(doc.read_text()) if block.lang == "")
+    assert ran[doc].stdout == printed
 
 
 # ---- docs/getting-started.md -----------------------------------------------------------------

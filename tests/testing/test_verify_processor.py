@@ -334,3 +334,31 @@ def test_calls_are_logged_unless_disabled(caplog: pytest.LogCaptureFixture) -> N
     with caplog.at_level(logging.DEBUG, logger="jetspark.testing"):
         verify_processor(Dedup).input([1]).disable_snapshots().disable_logging().expect_output([1])
     assert caplog.records == []
+
+
+class StampOdd(AbstractProcessor):
+    """Emits each item, and after an odd one a watermark of its value, in the same call."""
+
+    def __init__(self) -> None:
+        self.stamp: Watermark | None = None
+
+    def try_process_item(self, ordinal: int, item: Any) -> bool:
+        if self.stamp is None:
+            if not self.try_emit(item):
+                return False
+            if item % 2 == 0:
+                return True
+            self.stamp = Watermark(item)
+        if not self.try_emit(self.stamp):
+            return False
+        self.stamp = None
+        return True
+
+
+def test_an_item_behind_a_full_queue_goes_on_before_the_next_call() -> None:
+    """With outbox capacity 1, a watermark flushes the item before it into the queue and fills it;
+    the next item waits in the outbox buffer. The kit, like the engine's consumers, drains that
+    buffer before the next call, so that call is not taken for one without progress."""
+    verify_processor(StampOdd).input([1, 2, 3, 4, 5]).disable_redistribution().expect_output(
+        [1, Watermark(1), 2, 3, Watermark(3), 4, 5, Watermark(5)]
+    )

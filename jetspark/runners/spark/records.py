@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 import cloudpickle
 
-from jetspark.runners.member import merge_status
+from jetspark.runners.member import add_metrics, merge_status
 
 #: Target stage of records that go to the driver.
 DRIVER = -1
@@ -70,6 +70,8 @@ class MetricsRecord(NamedTuple):
     metrics: dict[str, list[int]]
     #: Per vertex, the watermarks and pending counts at the task's end (`member.tasklet_status`).
     status: dict[str, dict[str, int]] = {}
+    #: Per vertex, the processors' own counters (`Processor.custom_metrics`), summed.
+    custom: dict[str, dict[str, int]] = {}
 
 
 class StagedFilesRecord(NamedTuple):
@@ -143,6 +145,7 @@ class DriverReports:
                 slot = self.metrics[vertex]
                 slot["received"] += received
                 slot["emitted"] += emitted
+            add_metrics(self.metrics, record.custom)
             merge_status(self.status, record.status)
         elif kind is StagedFilesRecord:
             self.staged.extend(record.files)

@@ -206,8 +206,10 @@ def run_stage_task(
         if epoch is not None:
             output.add(member, epoch.report(carrier, stage_index))
         results.flush()
-        metrics = {v: [m["received"], m["emitted"]] for v, m in execution.metrics().items()}
-        output.add(member, MetricsRecord(carrier, stage_index, member, metrics, execution.status()))
+        figures = execution.metrics()
+        metrics = {v: [m.pop("received"), m.pop("emitted")] for v, m in figures.items()}
+        custom = {v: m for v, m in figures.items() if m}  # what is left: processors' own counters
+        output.add(member, MetricsRecord(carrier, stage_index, member, metrics, execution.status(), custom))
         if staging.files:
             output.add(member, StagedFilesRecord(carrier, member, staging.attempt, tuple(staging.files)))
         while output.records:

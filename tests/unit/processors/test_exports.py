@@ -42,6 +42,15 @@ def all_suppliers() -> list[ProcessorSupplier]:
         P.logger(),
         P.noop(),
         P.accumulate_by_key(str, P.averaging(len), steps=P.Chain().filter(bool)),
+        P.insert_watermarks(len, allowed_lag=2, idle_timeout_millis=10),
+        P.accumulate_by_frame(str, len, P.WindowPolicy.sliding(10, 5), P.counting()),
+        P.combine_to_sliding_window(P.WindowPolicy.tumbling(10), P.to_list()),
+        P.aggregate_to_sliding_window(str, len, P.WindowPolicy.tumbling(10), P.top_n(3)),
+        P.aggregate_to_session_window(str, len, 5, P.summing(len)),
+        P.hash_join(str, str, outer=True),
+        P.window_join(str, str, len, len, P.WindowPolicy.tumbling(10)),
+        P.sort(key=len),
+        P.distinct(),
     ]
 
 
