@@ -32,7 +32,7 @@ from jetspark.planning.plan import ExecutionPlan, build_plan, snapshot_blocking_
 from jetspark.processors.staging import STAGING_ATTRIBUTE
 from jetspark.runners import durable
 from jetspark.runners.job import JobHandle, JobStatus
-from jetspark.runners.member import MemberExecution, add_metrics, tasklet_metrics
+from jetspark.runners.member import MemberExecution, add_metrics, tasklet_metrics, tasklet_queues
 from jetspark.runners.output import AttemptStaging, OutputCommitter
 from jetspark.runners.results import RESULTS_ATTRIBUTE, ResultCollector
 
@@ -63,6 +63,8 @@ class LocalJob(JobHandle):
         self.name = config.name or f"job-{self.job_id}"
         self.last_snapshot: Snapshot | None = None
         self.snapshot_count = 0
+        #: The execution plan of the latest run (parallelism of each vertex), once started.
+        self.plan: ExecutionPlan | None = None
         self._results = ResultCollector()
         self._lock = threading.Lock()
         self._execution: Execution | None = None
@@ -111,6 +113,7 @@ class LocalJob(JobHandle):
     def start(self, restore: Snapshot | None = None) -> LocalJob:
         """Plan in the caller's thread, so that a bad DAG or config raises here, then run."""
         plan = build_plan(self.dag, self.config, self.member_count, job_id=self.job_id)
+        self.plan = plan
         self._finished.clear()
         self.status = JobStatus.RUNNING
         self._thread = threading.Thread(
@@ -188,6 +191,10 @@ class LocalJob(JobHandle):
         out = {name: dict(values) for name, values in self._metrics_base.items()}
         add_metrics(out, tasklet_metrics(self._tasklets))
         return out
+
+    def queue_sizes(self) -> dict[str, dict[str, int]]:
+        """Per vertex now: items `queued` in its inbound queues and their `capacity`."""
+        return tasklet_queues(self._tasklets)
 
     # ---- execution ------------------------------------------------------------------------
 

@@ -158,6 +158,18 @@ def tasklet_metrics(tasklets: Iterable[ProcessorTasklet]) -> dict[str, dict[str,
     return out
 
 
+def tasklet_queues(tasklets: Iterable[ProcessorTasklet]) -> dict[str, dict[str, int]]:
+    """Per vertex: items `queued` in its tasklets' inbound queues now, and their `capacity`."""
+    out: dict[str, dict[str, int]] = {}
+    for tasklet in tasklets:
+        slot = out.setdefault(tasklet.context.vertex_name, {"queued": 0, "capacity": 0})
+        for stream in tasklet.streams:
+            for queue in stream.queues:
+                slot["queued"] += len(queue)
+                slot["capacity"] += getattr(queue, "capacity", 0)
+    return out
+
+
 def add_metrics(total: dict[str, dict[str, int]], more: dict[str, dict[str, int]]) -> None:
     """Add `more` into `total`, vertex by vertex and figure by figure."""
     for vertex, figures in more.items():

@@ -146,6 +146,40 @@ class SparkJob(JobHandle):
         """Per vertex: items `received` into inboxes and `emitted` downstream, over all members."""
         return {name: dict(values) for name, values in self._metrics.items()}
 
+    def spark_stages(self) -> list[dict[str, Any]]:
+        """The Spark stages of the job's latest Spark job (a restart or an epoch is a new one), from
+        Spark's status tracker: `stage_id`, `name`, `tasks`, `completed`, `active`, `failed`."""
+        tracker = self.spark.sparkContext.statusTracker()
+        job_ids = sorted(tracker.getJobIdsForGroup(self.group))
+        if not job_ids:
+            return []
+        info = tracker.getJobInfo(job_ids[-1])
+        stages = []
+        for stage_id in sorted(info.stageIds) if info is not None else ():
+            stage = tracker.getStageInfo(stage_id)
+            if stage is None:  # skipped, or no longer retained
+                continue
+            stages.append(
+                {
+                    "stage_id": stage_id,
+                    "name": stage.name,
+                    "tasks": stage.numTasks,
+                    "completed": stage.numCompletedTasks,
+                    "active": stage.numActiveTasks,
+                    "failed": stage.numFailedTasks,
+                }
+            )
+        return stages
+
+    def spark_ui_links(self) -> list[tuple[str, str]]:
+        """(label, address) of each Spark job of this job in the Spark UI; none without a Spark UI."""
+        sc = self.spark.sparkContext
+        base = sc.uiWebUrl
+        if not base:
+            return []
+        job_ids = sorted(sc.statusTracker().getJobIdsForGroup(self.group))
+        return [(f"Spark job {i}", f"{base.rstrip('/')}/jobs/job/?id={i}") for i in job_ids]
+
     def dataframe(self, vertex: str, schema: Any = None) -> Any:
         """The DataFrame of a `write_dataframe` sink, or one built from any sink's collected items."""
         if vertex in self._dataframes and schema is None:
