@@ -30,7 +30,7 @@ from jetspark.core.dag import DAG
 
 RUNNER_ENV = "JETSPARK_RUNNER"
 PROGRESS_ENV = "JETSPARK_PROGRESS"
-UI_ENV = "JETSPARK_UI"
+UI_ENV = "JETSPARK_UI"  # the same name as jetspark.runners.spark.session.UI_ENV
 #: Set (to 1) by `--ui-keep`: the web UI serves on after the job file ends, until Ctrl-C.
 UI_KEEP_ENV = "JETSPARK_UI_KEEP"
 

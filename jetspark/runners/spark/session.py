@@ -3,7 +3,8 @@
 Order: a running session (inside `spark-submit`, a notebook, or a test fixture) is reused; under
 `spark-submit` without one yet, the session `spark-submit` configured is created; otherwise an
 embedded session is started on `JETSPARK_MASTER` (default `local[*]`) with quiet logs (WARN), no
-web UI and no console progress bars, and workers running this Python (`PYSPARK_PYTHON`).
+web UI (unless jetspark's own web UI is asked for, `JETSPARK_UI`: then its job pages link to
+Spark's) and no console progress bars, and workers running this Python (`PYSPARK_PYTHON`).
 Sessions jetspark creates log at WARN (`JETSPARK_SPARK_LOG_LEVEL` to change).
 """
 
@@ -23,6 +24,8 @@ from typing import Any
 from jetspark.core.errors import JetsparkError
 
 MASTER_ENV = "JETSPARK_MASTER"
+#: Set by `jetspark run --ui` (see `jetspark.api`): embedded sessions then start Spark's web UI too.
+UI_ENV = "JETSPARK_UI"
 #: Log level of sessions jetspark creates (embedded, or first created under spark-submit).
 LOG_LEVEL_ENV = "JETSPARK_SPARK_LOG_LEVEL"
 MIN_JAVA = 17
@@ -117,7 +120,7 @@ def embedded_conf(master: str) -> dict[str, str]:
     return {
         "spark.master": master,
         "spark.app.name": "jetspark",
-        "spark.ui.enabled": "false",
+        "spark.ui.enabled": "true" if os.environ.get(UI_ENV) else "false",
         "spark.ui.showConsoleProgress": "false",
         # Kill a cancelled or losing task's Python worker as soon as Spark sees the task killed
         # (default 2s): a cancelled job's processors stop about 0.5 s after cancel(), not 4 s.
