@@ -31,6 +31,7 @@ from pathlib import Path
 
 from jetspark.api import PROGRESS_ENV, RUNNER_ENV, UI_ENV, UI_KEEP_ENV, DagCaptured, capturing_dag
 from jetspark.cli.pyfiles import build_zip
+from jetspark.core.errors import JobCancelledError
 from jetspark.planning.pictures import FORMATS, render_dag
 from jetspark.runners.spark.session import (
     MASTER_ENV,
@@ -272,6 +273,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except JavaNotFoundError as error:
         print(f"jetspark: {error}", file=sys.stderr)
         return 2
+    except JobCancelledError as error:  # cancelled from the web UI, say
+        print(f"jetspark: {error}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print(
             "jetspark: interrupted (a job with a guarantee was suspended: run it again to resume)",

@@ -1,8 +1,10 @@
 """Serving the web UI with uvicorn on a thread of the driver, and the one server of the process.
 
 `serve()` binds the socket itself (so a port in use fails at once, in the caller, and port 0
-picks a free one), then runs uvicorn on a daemon thread: the UI never keeps a finished driver
-alive, except with `JETSPARK_UI_KEEP=1` (`--ui-keep`), which waits for Ctrl-C at exit.
+picks a free one), then runs uvicorn on a daemon thread. The UI that `serve_address` starts for a
+job file (`--ui`) serves on for `LINGER_SECONDS` after the file ends, so that a browser still sees
+how the job ended (cancelled from the page, say); with `JETSPARK_UI_KEEP=1` (`--ui-keep`) it
+serves on until Ctrl-C.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from jetspark.web.registry import JobRegistry
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8740
+#: Seconds the `--ui` server serves on after the job file ends.
+LINGER_SECONDS = 5.0
 
 
 _current: WebServer | None = None
@@ -82,11 +86,12 @@ class WebServer:
         self.registry.close()
         self._socket.close()
 
-    def wait(self) -> None:
-        """Serve until Ctrl-C."""
+    def wait(self, timeout: float | None = None) -> None:
+        """Serve until Ctrl-C, or for `timeout` seconds; then stop."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         try:
-            while self._thread.is_alive():
-                self._thread.join(0.5)
+            while self._thread.is_alive() and (deadline is None or time.monotonic() < deadline):
+                self._thread.join(0.2)
         except KeyboardInterrupt:
             pass
         self.stop()
@@ -129,13 +134,12 @@ def serve_address(address: str) -> WebServer:
         raise ValueError(f"web UI address {address!r}: expected host:port, such as 127.0.0.1:8740") from None
     server = serve(host, port)
     print(f"jetspark: web UI at {server.url}", file=sys.stderr, flush=True)
-    if os.environ.get(UI_KEEP_ENV) == "1":
+    keep = os.environ.get(UI_KEEP_ENV) == "1"
 
-        def keep() -> None:
-            print(
-                f"jetspark: the job has ended; web UI still at {server.url} (Ctrl-C to stop)", file=sys.stderr
-            )
-            server.wait()
+    def linger() -> None:
+        until = "until Ctrl-C" if keep else f"for {LINGER_SECONDS:g} s (--ui-keep: until Ctrl-C)"
+        print(f"jetspark: the job file has ended; web UI still at {server.url} {until}", file=sys.stderr)
+        server.wait(None if keep else LINGER_SECONDS)
 
-        atexit.register(keep)
+    atexit.register(linger)
     return server

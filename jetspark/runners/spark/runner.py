@@ -47,7 +47,7 @@ from jetspark.runners.spark.records import (
     addressed_to,
     dumps,
 )
-from jetspark.runners.spark.session import call_site, get_session
+from jetspark.runners.spark.session import call_site, get_session, log_task_failures_once
 from jetspark.runners.spark.shipping import check_picklable
 from jetspark.runners.spark.sinks import DataFrameSink
 from jetspark.runners.spark.sources import RddSource
@@ -344,6 +344,7 @@ class SparkRunner:
         config = config or JobConfig()
         spark = self.spark
         sc = spark.sparkContext
+        log_task_failures_once(sc)
         member_count = config.member_count or self.member_count or sc.defaultParallelism
         dag.validate()
         dag = fuse_stateless_steps(dag, config)

@@ -168,6 +168,28 @@ def get_session(master: str | None = None, extra_conf: dict[str, str] | None = N
     return session
 
 
+_quieted: set[int] = set()
+
+
+def log_task_failures_once(sc: Any) -> None:
+    """In local mode, the executor's ERROR log of a failed task repeats, word for word, what the
+    driver's `TaskSetManager` logs as the lost task: turn the executor's off (as jetspark's own
+    log4j settings do), so that a session jetspark did not configure (a notebook, plain
+    `spark-submit`) shows a failed task's traceback once. Other failures still show, in the lost
+    task's warning. Done once per SparkContext; a cluster's executors log on their own machines."""
+    if id(sc) in _quieted or not str(sc.master).startswith("local"):
+        return
+    _quieted.add(id(sc))
+    try:
+        jvm = sc._jvm
+        level = jvm.org.apache.logging.log4j.Level.FATAL
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
+            "org.apache.spark.executor.Executor", level
+        )
+    except Exception:  # another logging backend: leave it as it is
+        pass
+
+
 @contextlib.contextmanager
 def call_site(sc: Any, text: str) -> Iterator[None]:
     """Name the RDDs and Spark stages created inside (the Spark UI shows `text` instead of a

@@ -42,7 +42,10 @@ def figures_in(text: str) -> dict[str, tuple[int, int]]:
     for line in ANSI.sub("", text).splitlines():
         match = re.match(r"\s*(\S+)\s+([\d,]+)\s+([\d,]+)", line)
         if match:
-            found[match.group(1)] = (int(match.group(2).replace(",", "")), int(match.group(3).replace(",", "")))
+            found[match.group(1)] = (
+                int(match.group(2).replace(",", "")),
+                int(match.group(3).replace(",", "")),
+            )
     return found
 
 

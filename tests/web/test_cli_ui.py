@@ -1,0 +1,125 @@
+"""`jetspark run --ui` as a person uses it: start the job, open the address the command prints in
+a browser, watch the figures, press cancel; on Spark, follow the link to Spark's own UI."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.gates import Gate
+
+ROOT = Path(__file__).resolve().parents[2]
+JOB = Path(__file__).with_name("gated_job.py")
+
+
+class Command:
+    """`jetspark ...` in a subprocess; `url` is the web UI address it prints on standard error."""
+
+    def __init__(self, *args: str) -> None:
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "SPARK_LOCAL_IP": "127.0.0.1"}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "jetspark.cli.main", *args],
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        self.stderr: list[str] = []
+        self._url = threading.Event()
+        self.url = ""
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.stderr.append(line)
+            found = re.search(r"web UI at (http://\S+)", line)
+            if found and not self.url:
+                self.url = found.group(1)
+                self._url.set()
+
+    def wait_for_url(self, timeout: float) -> str:
+        assert self._url.wait(timeout), "".join(self.stderr)
+        return self.url
+
+    def finish(self, timeout: float) -> tuple[int, str, str]:
+        out, _ = self.process.communicate(timeout=timeout)
+        return self.process.returncode, out, "".join(self.stderr)
+
+
+@pytest.fixture
+def command() -> Iterator[list[Command]]:
+    started: list[Command] = []
+    yield started
+    for each in started:
+        if each.process.poll() is None:
+            each.process.kill()
+            each.process.wait(30)
+
+
+def open_the_job(page: Any, url: str, name: str, timeout: float = 30) -> None:
+    """Open the jobs list and, once the job is in it (the list refreshes itself), its page."""
+    page.goto(url)
+    page.locator("#jobs a", has_text=name).click(timeout=timeout * 1000)
+    page.wait_for_selector("svg.dag")
+
+
+def test_run_local_with_ui_then_cancel_in_the_browser(
+    page: Any, tmp_path: Path, command: list[Command]
+) -> None:
+    gate = Gate(tmp_path / "gate", hold_at=200)
+    run = Command("run", "--local", "--quiet", "--ui", "--ui-port", "0", str(JOB), gate.path, "watched")
+    command.append(run)
+    url = run.wait_for_url(60)
+    assert url.startswith("http://127.0.0.1:")
+    open_the_job(page, url, "watched")
+    page.wait_for_function(
+        "() => document.querySelector('tr[data-vertex=\"numbers\"] [data-field=\"emitted\"]').textContent === '200'"
+    )
+    page.locator("#cancel").click()
+    page.wait_for_function(
+        "() => document.querySelector('[data-field=\"state\"]').textContent === 'cancelled'"
+    )
+    code, out, err = run.finish(60)
+    assert code == 1 and "job 'watched' was cancelled" in err and "Traceback" not in err, err
+    assert "watched:" not in out  # the job file did not go on as if the job had completed
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_run_on_spark_with_ui_links_to_the_spark_ui_and_cancels(
+    page: Any, tmp_path: Path, command: list[Command]
+) -> None:
+    gate = Gate(tmp_path / "gate", hold_at=300)
+    run = Command(
+        "run", "--master", "local[1]", "--quiet", "--ui", "--ui-port", "0", str(JOB), gate.path, "sparked"
+    )
+    command.append(run)
+    open_the_job(page, run.wait_for_url(240), "sparked", timeout=200)  # after Spark has started
+    assert page.locator('#jobs a, [data-field="state"]').first.inner_text() == "running"
+    page.wait_for_selector("#spark-links a", timeout=120_000)
+    link = page.locator("#spark-links a").first
+    spark_job = link.get_attribute("href")
+    assert spark_job is not None and re.search(r"/jobs/job/\?id=\d+$", spark_job), spark_job
+    page.wait_for_selector("#stages tr")  # the Spark stages with their task counts
+    spark_page = page.context.new_page()
+    spark_page.goto(spark_job)
+    assert "jetspark job sparked" in spark_page.content()  # Spark's page of this job's Spark job
+    spark_page.close()
+    page.locator("#cancel").click()
+    page.wait_for_function(
+        "() => document.querySelector('[data-field=\"state\"]').textContent === 'cancelled'", timeout=120_000
+    )
+    code, _out, err = run.finish(120)
+    assert code == 1 and "job 'sparked' was cancelled" in err, err
