@@ -138,6 +138,11 @@ class ProcessorTasklet:
         finally:
             outbox.seal(sealed_before or "after close()")
 
+    def coalesced_watermark(self) -> int | None:
+        """The last watermark coalesced over this processor's inbound edges (None before any),
+        for metrics: read from another thread, it may lag by one."""
+        return self._coalescer.last_forwarded
+
     @property
     def is_done(self) -> bool:
         return self.state is State.CLOSED

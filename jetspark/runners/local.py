@@ -32,7 +32,13 @@ from jetspark.planning.plan import ExecutionPlan, build_plan, snapshot_blocking_
 from jetspark.processors.staging import STAGING_ATTRIBUTE
 from jetspark.runners import durable
 from jetspark.runners.job import JobHandle, JobStatus
-from jetspark.runners.member import MemberExecution, add_metrics, tasklet_metrics, tasklet_queues
+from jetspark.runners.member import (
+    MemberExecution,
+    add_metrics,
+    tasklet_metrics,
+    tasklet_queues,
+    tasklet_watermarks,
+)
 from jetspark.runners.output import AttemptStaging, OutputCommitter
 from jetspark.runners.results import RESULTS_ATTRIBUTE, ResultCollector
 
@@ -195,6 +201,11 @@ class LocalJob(JobHandle):
     def queue_sizes(self) -> dict[str, dict[str, int]]:
         """Per vertex now: items `queued` in its inbound queues and their `capacity`."""
         return tasklet_queues(self._tasklets)
+
+    def watermarks(self) -> dict[str, int | None]:
+        """Per vertex with inbound edges: the coalesced watermark its processors have reached
+        (the lowest of them), None while one has seen none."""
+        return tasklet_watermarks(self._tasklets)
 
     # ---- execution ------------------------------------------------------------------------
 

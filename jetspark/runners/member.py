@@ -170,6 +170,23 @@ def tasklet_queues(tasklets: Iterable[ProcessorTasklet]) -> dict[str, dict[str, 
     return out
 
 
+def tasklet_watermarks(tasklets: Iterable[ProcessorTasklet]) -> dict[str, int | None]:
+    """Per vertex with inbound edges: the lowest watermark its processors have been given so far
+    (their coalesced input watermark), None while one of them has had none."""
+    out: dict[str, int | None] = {}
+    for tasklet in tasklets:
+        if not tasklet.streams:
+            continue
+        vertex = tasklet.context.vertex_name
+        given = tasklet.coalesced_watermark()
+        if vertex not in out:
+            out[vertex] = given
+        else:
+            seen = out[vertex]
+            out[vertex] = None if seen is None or given is None else min(seen, given)
+    return out
+
+
 def add_metrics(total: dict[str, dict[str, int]], more: dict[str, dict[str, int]]) -> None:
     """Add `more` into `total`, vertex by vertex and figure by figure."""
     for vertex, figures in more.items():

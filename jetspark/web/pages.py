@@ -66,6 +66,20 @@ async function refreshJob(key) {
     if (button) button.disabled = !allowed;
   }
   document.getElementById('error').textContent = job.error || '';
+  const snaps = document.querySelector('#snapshot-list tbody');
+  if (snaps) {
+    snaps.replaceChildren();
+    for (const s of job.snapshot_list) {
+      const tr = document.createElement('tr');
+      for (const [text, num] of [[s.id, false], [s.created_text, false], [fmt(s.bytes), true], [s.files, true]]) {
+        const td = document.createElement('td');
+        td.textContent = String(text);
+        if (num) td.className = 'num';
+        tr.appendChild(td);
+      }
+      snaps.appendChild(tr);
+    }
+  }
   const stages = document.getElementById('stages');
   if (stages) {
     stages.replaceChildren();
@@ -134,6 +148,19 @@ def _job_row(row: dict[str, Any]) -> str:
     )
 
 
+def _snapshot_table(snapshots: list[dict[str, Any]]) -> str:
+    """Committed snapshots (id, time, bytes, files), as rendered; filled by the script after."""
+    rows = "".join(
+        f"<tr><td>{int(s['id'])}</td><td>{escape(s['created_text'])}</td>"
+        f'<td class="num">{int(s["bytes"]):,}</td><td class="num">{int(s["files"])}</td></tr>'
+        for s in snapshots
+    )
+    return (
+        "<table id=snapshot-list><thead><tr><th>snapshot</th><th>committed</th><th>bytes</th>"
+        f"<th>files</th></tr></thead><tbody>{rows}</tbody></table>"
+    )
+
+
 def job_page(job: dict[str, Any], svg: str, token: str) -> str:
     """One job: its figures, the DAG, per-vertex metrics, Spark stages and links, and the buttons."""
     key = int(job["key"])
@@ -155,7 +182,8 @@ def job_page(job: dict[str, Any], svg: str, token: str) -> str:
         "</table>"
     )
     header = "".join(
-        f"<th>{h}</th>" for h in ("vertex", "lp", "received", "emitted", "queued", "in/s", "out/s")
+        f"<th>{h}</th>"
+        for h in ("vertex", "lp", "received", "emitted", "queued", "in/s", "out/s", "watermark")
     )
     rows = "".join(
         f'<tr data-vertex="{escape(v["name"], quote=True)}"><td>{escape(v["name"])}</td>'
@@ -165,6 +193,7 @@ def job_page(job: dict[str, Any], svg: str, token: str) -> str:
         + _cell("queued", v["queued"], num=True)
         + _cell("rate_in", v["rate_in"], num=True)
         + _cell("rate_out", v["rate_out"], num=True)
+        + _cell("watermark", v["watermark"], num=True)
         + "</tr>"
         for v in job["vertices"]
     )
@@ -195,6 +224,7 @@ def job_page(job: dict[str, Any], svg: str, token: str) -> str:
         f"<h2>DAG</h2>{svg}<h2>vertices</h2><table id=vertices><thead><tr>{header}</tr></thead>"
         f"<tbody>{rows}</tbody></table>"
         + (f"<h2>snapshots</h2><table>{snapshots}</table>" if snapshots else "")
+        + (_snapshot_table(job["snapshot_list"]) if job["has_store"] else "")
         + spark
         + "</div>"
     )

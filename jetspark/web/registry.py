@@ -4,7 +4,8 @@ The registry holds the driver's jobs (every job handle created while it observes
 by hand), numbered from 1 in order of submission; pages and API calls name a job by that number
 only. What a page shows comes from the handle itself: `status`, `metrics()` (per vertex items
 received and emitted), `queue_sizes()` where the runner has in-process queues (the local runner),
-the plan's parallelism, and on Spark the stage progress and the Spark UI addresses.
+the coalesced watermark of each vertex (`watermarks()`, the local runner), the plan's
+parallelism, the committed snapshots of the job's checkpoint store, and on Spark the stage progress and the Spark UI addresses.
 """
 
 from __future__ import annotations
@@ -89,9 +90,8 @@ class JobRegistry:
         out = self.summary(key)
         metrics = job.metrics()  # type: ignore[attr-defined]
         rates = self._update_rates(key, metrics)
-        queues: dict[str, dict[str, int]] = {}
-        if hasattr(job, "queue_sizes"):
-            queues = job.queue_sizes()
+        queues: dict[str, dict[str, int]] = _call(job, "queue_sizes", {})
+        watermarks: dict[str, int | None] = _call(job, "watermarks", {})
         plan = getattr(job, "plan", None)
         dag = getattr(job, "dag", None)
         vertices = []
@@ -108,6 +108,7 @@ class JobRegistry:
                     "emitted": None if figures is None else figures.get("emitted", 0),
                     "queued": queue.get("queued"),
                     "capacity": queue.get("capacity"),
+                    "watermark": watermarks.get(vertex.name),
                     "rate_in": round(rate_in, 1),
                     "rate_out": round(rate_out, 1),
                 }
@@ -129,6 +130,8 @@ class JobRegistry:
         out["edges"] = edges
         out["actions"] = actions(job)
         out["snapshots"] = _snapshots(job)
+        out["snapshot_list"] = committed_snapshots(job)
+        out["has_store"] = getattr(job, "store", None) is not None
         out["spark_stages"] = _call(job, "spark_stages", [])
         out["spark_links"] = [{"label": lbl, "url": url} for lbl, url in _call(job, "spark_ui_links", [])]
         return out
@@ -180,8 +183,36 @@ def _error_text(job: JobHandle) -> str | None:
     return f"{type(job.error).__name__}: {job.error}"
 
 
+#: Committed snapshots listed on a job page, newest first.
+MAX_SNAPSHOTS = 10
+
+
+def committed_snapshots(job: JobHandle) -> list[dict[str, Any]]:
+    """The committed snapshots the job's checkpoint store retains (newest first): id, time
+    committed, bytes, files. Jobs without a store (no guarantee, or in memory only) have none."""
+    store = getattr(job, "store", None)
+    if store is None:
+        return []
+    out = []
+    try:
+        for snapshot_id in store.committed_ids()[:MAX_SNAPSHOTS]:
+            manifest = store.load_manifest(store.snapshot_dir(snapshot_id))
+            out.append(
+                {
+                    "id": snapshot_id,
+                    "created": manifest.created,
+                    "created_text": time.strftime("%H:%M:%S", time.localtime(manifest.created)),
+                    "bytes": manifest.total_bytes,
+                    "files": len(manifest.files),
+                }
+            )
+    except Exception:  # retention removed one meanwhile, or the job discarded them at its end
+        return out
+    return out
+
+
 def _snapshots(job: JobHandle) -> dict[str, Any]:
-    """Snapshot counts the handle keeps (per-snapshot records come with the exactly-once work)."""
+    """Snapshot counts the handle keeps."""
     out: dict[str, Any] = {}
     for attribute in ("snapshot_count", "epochs_committed", "epochs_aborted"):
         if hasattr(job, attribute):

@@ -13,7 +13,7 @@ import pytest
 
 from jetspark import DAG, Edge, JobConfig, ProcessingGuarantee
 from jetspark.core.errors import JobCancelledError
-from jetspark.processors import aggregate_by_key, collect, counting, from_iterable
+from jetspark.processors import aggregate_by_key, collect, counting, from_iterable, generator_stream
 from jetspark.processors import map as map_p
 from jetspark.runners.job import JobStatus
 from jetspark.runners.local import LocalJob, LocalRunner
@@ -116,7 +116,10 @@ def test_the_cancel_button_cancels_the_job(server: WebServer, page: Any, tmp_pat
 def test_suspend_and_resume_buttons(server: WebServer, page: Any, tmp_path: Path) -> None:
     gate = Gate(tmp_path / "gate", hold_at=400)
     config = JobConfig(
-        name="pausable", processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE, snapshot_interval_millis=50
+        name="pausable",
+        processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE,
+        snapshot_interval_millis=50,
+        checkpoint_root=str(tmp_path / "checkpoints"),
     )
     job = LocalRunner(1).submit(counted_dag(gated_stream(gate, count=1000)), config)
     page.goto(server.url)
@@ -128,6 +131,14 @@ def test_suspend_and_resume_buttons(server: WebServer, page: Any, tmp_path: Path
         "() => document.querySelector('[data-field=\"state\"]').textContent === 'suspended'"
     )
     assert job.status is JobStatus.SUSPENDED
+    assert job.store is not None
+    page.wait_for_selector("#snapshot-list tbody tr")
+    shown = [row.locator("td").all_inner_texts() for row in page.locator("#snapshot-list tbody tr").all()]
+    kept = [job.store.load_manifest(job.store.snapshot_dir(i)) for i in job.store.committed_ids()]
+    assert [(int(r[0]), int(r[2].replace(",", ""))) for r in shown] == [
+        (m.snapshot_id, m.total_bytes) for m in kept
+    ]
+    assert kept and kept[0].snapshot_id == job.last_snapshot.snapshot_id  # type: ignore[union-attr]
     gate.open()
     page.locator("#resume").click()
     job._finished.wait(60)
@@ -157,3 +168,18 @@ def test_actions_need_the_pages_token_and_the_servers_own_host(server: WebServer
         assert done.status_code == 303 and job.status is JobStatus.CANCELLED
     finally:
         gate.open()
+
+
+def test_per_vertex_watermarks_are_the_jobs(server: WebServer, page: Any) -> None:
+    dag = DAG()
+    source = dag.new_vertex("events", generator_stream(count=500, timestamp_fn=lambda x: x * 10))
+    sink = dag.new_vertex("sink", collect())
+    dag.edge(Edge.between(source, sink))
+    job = LocalRunner(1).run(dag, JobConfig(name="timed"), timeout=60)
+    watermark = job.watermarks()["sink"]
+    assert watermark is not None and 0 < watermark <= 4990
+    page.goto(server.url)
+    page.locator("#jobs a", has_text="timed").click()
+    cell = page.locator('tr[data-vertex="sink"] [data-field="watermark"]')
+    assert int(cell.inner_text().replace(",", "")) == watermark
+    assert page.locator('tr[data-vertex="events"] [data-field="watermark"]').inner_text() == ""  # a source
