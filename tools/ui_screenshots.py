@@ -1,4 +1,5 @@
-"""Screenshots of the web UI for docs/web-ui.md: `python tools/ui_screenshots.py [docs/images]`.
+"""Screenshots of the web UI for docs/web-ui.md: `python tools/ui_screenshots.py [docs/images]`;
+with `--spark`, the page of a job on an embedded Spark `local[2]` (with Spark's UI on) instead.
 
 Runs three small jobs on the local runner (one completed, one cancelled, one still running,
 slowed by its map step), serves the UI on a free loopback port and photographs the jobs list and
@@ -70,5 +71,33 @@ def main(target: Path) -> None:
     ui.stop()
 
 
+def spark_page(target: Path) -> None:
+    import os
+
+    os.environ["JETSPARK_UI"] = "127.0.0.1:0"  # embedded sessions then start Spark's UI too
+    from jetspark.runners.spark import SparkRunner, get_session
+
+    spark = get_session("local[2]")
+    ui = serve(port=0)
+    job = SparkRunner(spark).submit(demo(400_000, "big"), JobConfig(name="thousands-on-spark"))
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
+        page = browser.new_page(viewport={"width": 1560, "height": 900})
+        page.goto(ui.url)
+        page.locator("#jobs a", has_text="thousands-on-spark").click(timeout=60_000)
+        page.wait_for_selector("#stages tr", timeout=120_000)
+        time.sleep(6)
+        page.screenshot(path=str(target / "web-ui-spark-job.png"), full_page=True)
+        browser.close()
+    job.cancel()
+    ui.stop()
+    spark.stop()
+
+
 if __name__ == "__main__":
-    main(Path(sys.argv[1] if len(sys.argv) > 1 else "docs/images"))
+    words = [w for w in sys.argv[1:] if w != "--spark"]
+    folder = Path(words[0] if words else "docs/images")
+    if "--spark" in sys.argv[1:]:
+        spark_page(folder)
+    else:
+        main(folder)

@@ -21,7 +21,8 @@ JOB = Path(__file__).with_name("gated_job.py")
 
 
 class Command:
-    """`jetspark ...` in a subprocess; `url` is the web UI address it prints on standard error."""
+    """`jetspark ...` in a subprocess, its standard output and error read together (spark-submit
+    pipes its Python driver's error stream into its output); `url` is the web UI address printed."""
 
     def __init__(self, *args: str) -> None:
         env = {**os.environ, "PYTHONPATH": str(ROOT), "SPARK_LOCAL_IP": "127.0.0.1"}
@@ -30,31 +31,34 @@ class Command:
             cwd=ROOT,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
             text=True,
             env=env,
         )
-        self.stderr: list[str] = []
+        self.output: list[str] = []
         self._url = threading.Event()
         self.url = ""
-        threading.Thread(target=self._read, daemon=True).start()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
 
     def _read(self) -> None:
-        assert self.process.stderr is not None
-        for line in self.process.stderr:
-            self.stderr.append(line)
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.output.append(line)
             found = re.search(r"web UI at (http://\S+)", line)
             if found and not self.url:
                 self.url = found.group(1)
                 self._url.set()
 
     def wait_for_url(self, timeout: float) -> str:
-        assert self._url.wait(timeout), "".join(self.stderr)
+        assert self._url.wait(timeout), "".join(self.output)
         return self.url
 
-    def finish(self, timeout: float) -> tuple[int, str, str]:
-        out, _ = self.process.communicate(timeout=timeout)
-        return self.process.returncode, out, "".join(self.stderr)
+    def finish(self, timeout: float) -> tuple[int, str]:
+        """Exit code and everything printed."""
+        self.process.wait(timeout)
+        self._reader.join(10)
+        return self.process.returncode, "".join(self.output)
 
 
 @pytest.fixture
@@ -90,9 +94,9 @@ def test_run_local_with_ui_then_cancel_in_the_browser(
     page.wait_for_function(
         "() => document.querySelector('[data-field=\"state\"]').textContent === 'cancelled'"
     )
-    code, out, err = run.finish(60)
-    assert code == 1 and "job 'watched' was cancelled" in err and "Traceback" not in err, err
-    assert "watched:" not in out  # the job file did not go on as if the job had completed
+    code, out = run.finish(60)
+    assert code == 1 and "job 'watched' was cancelled" in out and "Traceback" not in out, out
+    assert "watched: [" not in out  # the job file did not go on as if the job had completed
 
 
 @pytest.mark.spark
@@ -121,5 +125,36 @@ def test_run_on_spark_with_ui_links_to_the_spark_ui_and_cancels(
     page.wait_for_function(
         "() => document.querySelector('[data-field=\"state\"]').textContent === 'cancelled'", timeout=120_000
     )
-    code, _out, err = run.finish(120)
-    assert code == 1 and "job 'sparked' was cancelled" in err, err
+    code, out = run.finish(120)
+    assert code == 1 and "job 'sparked' was cancelled" in out, out
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_submit_with_ui_serves_the_job_run_by_spark_submit(
+    page: Any, tmp_path: Path, command: list[Command]
+) -> None:
+    gate = Gate(tmp_path / "gate", hold_at=100)
+    submit = Command(
+        "submit",
+        "--quiet",
+        "--ui",
+        "--ui-port",
+        "0",
+        "--master",
+        "local[1]",
+        str(JOB),
+        gate.path,
+        "submitted",
+    )
+    command.append(submit)
+    open_the_job(page, submit.wait_for_url(240), "submitted", timeout=200)
+    page.wait_for_function("() => document.querySelector('[data-field=\"state\"]').textContent === 'running'")
+    gate.open()  # the job completes; the page shows it before the driver exits (the UI lingers)
+    page.wait_for_function(
+        "() => document.querySelector('[data-field=\"state\"]').textContent === 'completed'", timeout=120_000
+    )
+    assert page.locator('tr[data-vertex="sink"] [data-field="received"]').inner_text() == "10"
+    code, out = submit.finish(120)
+    assert code == 0 and "submitted: [(0, 100), (1, 100)" in out, out
