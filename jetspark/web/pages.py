@@ -210,6 +210,8 @@ def job_page(job: dict[str, Any], svg: str, token: str) -> str:
         )
         spark = (
             "<h2>Spark</h2>"
+            '<p class="muted">Per-vertex counts reach the driver when the Spark job ends (a job in epochs: '
+            "with each committed epoch); the stages below move meanwhile.</p>"
             + (
                 f"<ul id=spark-links>{links}</ul>"
                 if links
