@@ -20,16 +20,8 @@ from jetspark.processors import map as map_p
 from jetspark.runners.local import LocalRunner
 from jetspark.web import serve
 
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository's tests package
+from tests.web.browser import CHROMIUM, CHROMIUM_ARGS
 
 
 def slow_tens(x: int) -> int:
@@ -57,7 +49,7 @@ def main(target: Path) -> None:
     cancelled.cancel()
     running = runner.submit(demo(2_000_000, "big"), JobConfig(name="thousands"))
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1100, "height": 420})
         page.goto(ui.url)
         time.sleep(2.5)
@@ -81,7 +73,7 @@ def spark_page(target: Path) -> None:
     ui = serve(port=0)
     job = SparkRunner(spark).submit(demo(400_000, "big"), JobConfig(name="thousands-on-spark"))
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1560, "height": 900})
         page.goto(ui.url)
         page.locator("#jobs a", has_text="thousands-on-spark").click(timeout=60_000)

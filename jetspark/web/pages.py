@@ -71,10 +71,10 @@ async function refreshJob(key) {
     snaps.replaceChildren();
     for (const s of job.snapshot_list) {
       const tr = document.createElement('tr');
-      for (const [text, num] of [[s.id, false], [s.created_text, false], [fmt(s.bytes), true], [s.files, true]]) {
+      for (const field of ['id', 'created_text', 'duration_ms', 'entries', 'bytes', 'files']) {
         const td = document.createElement('td');
-        td.textContent = String(text);
-        if (num) td.className = 'num';
+        td.textContent = fmt(s[field]);
+        if (field !== 'created_text') td.className = 'num';
         tr.appendChild(td);
       }
       snaps.appendChild(tr);
@@ -148,17 +148,26 @@ def _job_row(row: dict[str, Any]) -> str:
     )
 
 
+SNAPSHOT_COLUMNS = (
+    ("id", "snapshot"),
+    ("created_text", "taken"),
+    ("duration_ms", "duration (ms)"),
+    ("entries", "entries"),
+    ("bytes", "bytes"),
+    ("files", "files"),
+)
+
+
 def _snapshot_table(snapshots: list[dict[str, Any]]) -> str:
-    """Committed snapshots (id, time, bytes, files), as rendered; filled by the script after."""
+    """The last snapshots (id, time, duration, entries, bytes, files); the script refills it."""
+    head = "".join(f"<th>{title}</th>" for _, title in SNAPSHOT_COLUMNS)
     rows = "".join(
-        f"<tr><td>{int(s['id'])}</td><td>{escape(s['created_text'])}</td>"
-        f'<td class="num">{int(s["bytes"]):,}</td><td class="num">{int(s["files"])}</td></tr>'
+        "<tr>"
+        + "".join(_cell(field, s[field], num=field != "created_text") for field, _ in SNAPSHOT_COLUMNS)
+        + "</tr>"
         for s in snapshots
     )
-    return (
-        "<table id=snapshot-list><thead><tr><th>snapshot</th><th>committed</th><th>bytes</th>"
-        f"<th>files</th></tr></thead><tbody>{rows}</tbody></table>"
-    )
+    return f"<table id=snapshot-list><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
 
 
 def job_page(job: dict[str, Any], svg: str, token: str) -> str:
@@ -226,7 +235,7 @@ def job_page(job: dict[str, Any], svg: str, token: str) -> str:
         f"<h2>DAG</h2>{svg}<h2>vertices</h2><table id=vertices><thead><tr>{header}</tr></thead>"
         f"<tbody>{rows}</tbody></table>"
         + (f"<h2>snapshots</h2><table>{snapshots}</table>" if snapshots else "")
-        + (_snapshot_table(job["snapshot_list"]) if job["has_store"] else "")
+        + (_snapshot_table(job["snapshot_list"]) if job["has_snapshots"] else "")
         + spark
         + "</div>"
     )

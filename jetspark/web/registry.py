@@ -131,7 +131,7 @@ class JobRegistry:
         out["actions"] = actions(job)
         out["snapshots"] = _snapshots(job)
         out["snapshot_list"] = committed_snapshots(job)
-        out["has_store"] = getattr(job, "store", None) is not None
+        out["has_snapshots"] = hasattr(job, "snapshot_history") or getattr(job, "store", None) is not None
         out["spark_stages"] = _call(job, "spark_stages", [])
         out["spark_links"] = [{"label": lbl, "url": url} for lbl, url in _call(job, "spark_ui_links", [])]
         return out
@@ -188,26 +188,32 @@ MAX_SNAPSHOTS = 10
 
 
 def committed_snapshots(job: JobHandle) -> list[dict[str, Any]]:
-    """The committed snapshots the job's checkpoint store retains (newest first): id, time
-    committed, bytes, files. Jobs without a store (no guarantee, or in memory only) have none."""
+    """The job's last snapshots, newest first: id, time, and where known the duration (local
+    runner), the entries (local runner) and the bytes and files of the checkpoint store's copy."""
+    history = {h["id"]: h for h in getattr(job, "snapshot_history", ())}
+    stored: dict[int, Any] = {}
     store = getattr(job, "store", None)
-    if store is None:
-        return []
+    if store is not None:
+        try:
+            for snapshot_id in store.committed_ids()[:MAX_SNAPSHOTS]:
+                stored[snapshot_id] = store.load_manifest(store.snapshot_dir(snapshot_id))
+        except Exception:  # retention removed one meanwhile, or the job discarded them at its end
+            pass
     out = []
-    try:
-        for snapshot_id in store.committed_ids()[:MAX_SNAPSHOTS]:
-            manifest = store.load_manifest(store.snapshot_dir(snapshot_id))
-            out.append(
-                {
-                    "id": snapshot_id,
-                    "created": manifest.created,
-                    "created_text": time.strftime("%H:%M:%S", time.localtime(manifest.created)),
-                    "bytes": manifest.total_bytes,
-                    "files": len(manifest.files),
-                }
-            )
-    except Exception:  # retention removed one meanwhile, or the job discarded them at its end
-        return out
+    for snapshot_id in sorted(set(history) | set(stored), reverse=True)[:MAX_SNAPSHOTS]:
+        taken, manifest = history.get(snapshot_id, {}), stored.get(snapshot_id)
+        created = manifest.created if manifest is not None else taken["created"]
+        out.append(
+            {
+                "id": snapshot_id,
+                "created": created,
+                "created_text": time.strftime("%H:%M:%S", time.localtime(created)),
+                "duration_ms": round(taken["duration"] * 1000, 1) if "duration" in taken else None,
+                "entries": taken.get("entries"),
+                "bytes": manifest.total_bytes if manifest is not None else None,
+                "files": len(manifest.files) if manifest is not None else None,
+            }
+        )
     return out
 
 

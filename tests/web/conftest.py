@@ -10,18 +10,7 @@ from typing import Any
 import pytest
 
 from jetspark.web import WebServer
-
-CHROMIUM = os.environ.get("JETSPARK_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+from tests.web.browser import CHROMIUM, CHROMIUM_ARGS
 
 
 @pytest.fixture(scope="session")

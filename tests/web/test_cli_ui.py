@@ -8,13 +8,14 @@ import re
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.gates import Gate
+from tests.web.browser import wait_for_figure, wait_for_state
 
 ROOT = Path(__file__).resolve().parents[2]
 JOB = Path(__file__).with_name("gated_job.py")
@@ -62,13 +63,25 @@ class Command:
 
 
 @pytest.fixture
-def command() -> Iterator[list[Command]]:
+def start() -> Iterator[Callable[..., Command]]:
+    """`start(*args)` runs `jetspark *args`; whatever still runs at the end of the test is killed."""
     started: list[Command] = []
-    yield started
+
+    def run(*args: str) -> Command:
+        started.append(Command(*args))
+        return started[-1]
+
+    yield run
     for each in started:
         if each.process.poll() is None:
             each.process.kill()
             each.process.wait(30)
+
+
+def on_spark(test: Callable[..., None]) -> Callable[..., None]:
+    """A test that starts a Spark driver of its own: marked spark and slow, with 300 s."""
+    marked: Callable[..., None] = pytest.mark.spark(pytest.mark.slow(pytest.mark.timeout(300)(test)))
+    return marked
 
 
 def open_the_job(page: Any, url: str, name: str, timeout: float = 30) -> None:
@@ -79,39 +92,31 @@ def open_the_job(page: Any, url: str, name: str, timeout: float = 30) -> None:
 
 
 def test_run_local_with_ui_then_cancel_in_the_browser(
-    page: Any, tmp_path: Path, command: list[Command]
+    page: Any, tmp_path: Path, start: Callable[..., Command]
 ) -> None:
     gate = Gate(tmp_path / "gate", hold_at=200)
-    run = Command("run", "--local", "--quiet", "--ui", "--ui-port", "0", str(JOB), gate.path, "watched")
-    command.append(run)
+    run = start("run", "--local", "--quiet", "--ui", "--ui-port", "0", str(JOB), gate.path, "watched")
     url = run.wait_for_url(60)
     assert url.startswith("http://127.0.0.1:")
     open_the_job(page, url, "watched")
-    page.wait_for_function(
-        "() => document.querySelector('tr[data-vertex=\"numbers\"] [data-field=\"emitted\"]').textContent === '200'"
-    )
+    wait_for_figure(page, "numbers", "emitted", "200")
     page.locator("#cancel").click()
-    page.wait_for_function(
-        "() => document.querySelector('[data-field=\"state\"]').textContent === 'cancelled'"
-    )
+    wait_for_state(page, "cancelled")
     code, out = run.finish(60)
     assert code == 1 and "job 'watched' was cancelled" in out and "Traceback" not in out, out
     assert "watched: [" not in out  # the job file did not go on as if the job had completed
 
 
-@pytest.mark.spark
-@pytest.mark.slow
-@pytest.mark.timeout(300)
+@on_spark
 def test_run_on_spark_with_ui_links_to_the_spark_ui_and_cancels(
-    page: Any, tmp_path: Path, command: list[Command]
+    page: Any, tmp_path: Path, start: Callable[..., Command]
 ) -> None:
     gate = Gate(tmp_path / "gate", hold_at=300)
-    run = Command(
+    run = start(
         "run", "--master", "local[1]", "--quiet", "--ui", "--ui-port", "0", str(JOB), gate.path, "sparked"
     )
-    command.append(run)
     open_the_job(page, run.wait_for_url(240), "sparked", timeout=200)  # after Spark has started
-    assert page.locator('#jobs a, [data-field="state"]').first.inner_text() == "running"
+    wait_for_state(page, "running")
     page.wait_for_selector("#spark-links a", timeout=120_000)
     link = page.locator("#spark-links a").first
     spark_job = link.get_attribute("href")
@@ -122,21 +127,17 @@ def test_run_on_spark_with_ui_links_to_the_spark_ui_and_cancels(
     assert "jetspark job sparked" in spark_page.content()  # Spark's page of this job's Spark job
     spark_page.close()
     page.locator("#cancel").click()
-    page.wait_for_function(
-        "() => document.querySelector('[data-field=\"state\"]').textContent === 'cancelled'", timeout=120_000
-    )
+    wait_for_state(page, "cancelled", timeout=120)
     code, out = run.finish(120)
     assert code == 1 and "job 'sparked' was cancelled" in out, out
 
 
-@pytest.mark.spark
-@pytest.mark.slow
-@pytest.mark.timeout(300)
+@on_spark
 def test_submit_with_ui_serves_the_job_run_by_spark_submit(
-    page: Any, tmp_path: Path, command: list[Command]
+    page: Any, tmp_path: Path, start: Callable[..., Command]
 ) -> None:
     gate = Gate(tmp_path / "gate", hold_at=100)
-    submit = Command(
+    submit = start(
         "submit",
         "--quiet",
         "--ui",
@@ -148,13 +149,10 @@ def test_submit_with_ui_serves_the_job_run_by_spark_submit(
         gate.path,
         "submitted",
     )
-    command.append(submit)
     open_the_job(page, submit.wait_for_url(240), "submitted", timeout=200)
-    page.wait_for_function("() => document.querySelector('[data-field=\"state\"]').textContent === 'running'")
+    wait_for_state(page, "running")
     gate.open()  # the job completes; the page shows it before the driver exits (the UI lingers)
-    page.wait_for_function(
-        "() => document.querySelector('[data-field=\"state\"]').textContent === 'completed'", timeout=120_000
-    )
+    wait_for_state(page, "completed", timeout=120)
     assert page.locator('tr[data-vertex="sink"] [data-field="received"]').inner_text() == "10"
     code, out = submit.finish(120)
     assert code == 0 and "submitted: [(0, 100), (1, 100)" in out, out

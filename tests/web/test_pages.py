@@ -20,6 +20,7 @@ from jetspark.runners.local import LocalJob, LocalRunner
 from jetspark.web import WebServer
 from tests.gates import Gate, gated_stream
 from tests.waiting import wait_until
+from tests.web.browser import wait_for_figure, wait_for_state
 
 
 def counted_dag(source: Any) -> DAG:
@@ -76,16 +77,10 @@ def test_pages_follow_a_running_job_by_themselves(server: WebServer, page: Any, 
         page.goto(server.url)
         page.locator("#jobs a", has_text="held").click()
         wait_until(lambda: job.metrics().get("numbers", {}).get("emitted") == 300, "300 items out")
-        page.wait_for_function(
-            '() => document.querySelector(\'tr[data-vertex="numbers"] [data-field="emitted"]\')'
-            ".textContent === '300'"
-        )
-        assert page.locator('[data-field="state"]').first.inner_text() == "running"
+        wait_for_figure(page, "numbers", "emitted", "300")
+        wait_for_state(page, "running")
         gate.hold_at(800)  # the page shows the new figures without being reloaded
-        page.wait_for_function(
-            '() => document.querySelector(\'tr[data-vertex="numbers"] [data-field="emitted"]\')'
-            ".textContent === '800'"
-        )
+        wait_for_figure(page, "numbers", "emitted", "800")
         assert shown_figures(page)["tens"]["received"] == job.metrics()["tens"]["received"] == 800
         page.goto(server.url)  # a job submitted while the list is open appears in it
         second = LocalRunner(1).submit(counted_dag(from_iterable(range(10))), JobConfig(name="second"))
@@ -103,9 +98,7 @@ def test_the_cancel_button_cancels_the_job(server: WebServer, page: Any, tmp_pat
     page.locator("#jobs a", has_text="doomed").click()
     wait_until(lambda: job.metrics().get("numbers", {}).get("emitted") == 100, "100 items out")
     page.locator("#cancel").click()
-    page.wait_for_function(
-        "() => document.querySelector('[data-field=\"state\"]').textContent === 'cancelled'"
-    )
+    wait_for_state(page, "cancelled")
     with pytest.raises(JobCancelledError):
         job.join(30)
     assert job.status is JobStatus.CANCELLED
@@ -127,24 +120,27 @@ def test_suspend_and_resume_buttons(server: WebServer, page: Any, tmp_path: Path
     wait_until(lambda: job.metrics().get("numbers", {}).get("emitted") == 400, "400 items out")
     page.wait_for_function("() => !document.getElementById('suspend').disabled")
     page.locator("#suspend").click()
-    page.wait_for_function(
-        "() => document.querySelector('[data-field=\"state\"]').textContent === 'suspended'"
-    )
+    wait_for_state(page, "suspended")
     assert job.status is JobStatus.SUSPENDED
     assert job.store is not None
     page.wait_for_selector("#snapshot-list tbody tr")
     shown = [row.locator("td").all_inner_texts() for row in page.locator("#snapshot-list tbody tr").all()]
     kept = [job.store.load_manifest(job.store.snapshot_dir(i)) for i in job.store.committed_ids()]
-    assert [(int(r[0]), int(r[2].replace(",", ""))) for r in shown] == [
-        (m.snapshot_id, m.total_bytes) for m in kept
-    ]
+    # columns: snapshot, taken, duration (ms), entries, bytes, files
+    # the last snapshots taken; bytes for those the checkpoint store still retains
+    stored = [(int(r[0]), int(r[4].replace(",", ""))) for r in shown if r[4]]
+    assert stored == [(m.snapshot_id, m.total_bytes) for m in kept]
+    assert [int(r[0]) for r in shown] == sorted(h["id"] for h in job.snapshot_history)[::-1][:10]
+    history = {h["id"]: h for h in job.snapshot_history}
+    for row in shown:
+        taken = history[int(row[0])]
+        assert float(row[2].replace(",", "")) == round(taken["duration"] * 1000, 1)
+        assert int(row[3].replace(",", "")) == taken["entries"]
     assert kept and kept[0].snapshot_id == job.last_snapshot.snapshot_id  # type: ignore[union-attr]
     gate.open()
     page.locator("#resume").click()
     job._finished.wait(60)
-    page.wait_for_function(
-        "() => document.querySelector('[data-field=\"state\"]').textContent === 'completed'"
-    )
+    wait_for_state(page, "completed")
     assert sorted(job.join(1).result("sink")) == [(k, 10) for k in range(100)]
 
 
