@@ -27,12 +27,17 @@ from typing import Any
 
 from jetspark.core.config import JobConfig
 from jetspark.core.dag import DAG
+from jetspark.core.errors import JetsparkError
 
 RUNNER_ENV = "JETSPARK_RUNNER"
 PROGRESS_ENV = "JETSPARK_PROGRESS"
 UI_ENV = "JETSPARK_UI"  # the same name as jetspark.runners.spark.session.UI_ENV
 #: Set (to 1) by `--ui-keep`: the web UI serves on after the job file ends, until Ctrl-C.
 UI_KEEP_ENV = "JETSPARK_UI_KEEP"
+
+
+class WebUIError(JetsparkError):
+    """The web UI that `JETSPARK_UI` asks for cannot be served (its port is taken, say)."""
 
 
 class DagCaptured(Exception):
@@ -88,7 +93,10 @@ def run(dag: DAG, config: JobConfig | None = None, runner: Any = None, timeout: 
     if ui:  # before submit: the UI sees jobs as they are created
         from jetspark.web import serve_address
 
-        serve_address(ui)
+        try:
+            serve_address(ui)
+        except (OSError, ValueError) as error:
+            raise WebUIError(f"{error} (--ui-port picks another port; 0 any free one)") from error
     runner = runner if runner is not None else default_runner()
     job = runner.submit(dag, config)
     try:

@@ -29,7 +29,15 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from jetspark.api import PROGRESS_ENV, RUNNER_ENV, UI_ENV, UI_KEEP_ENV, DagCaptured, capturing_dag
+from jetspark.api import (
+    PROGRESS_ENV,
+    RUNNER_ENV,
+    UI_ENV,
+    UI_KEEP_ENV,
+    DagCaptured,
+    WebUIError,
+    capturing_dag,
+)
 from jetspark.cli.pyfiles import build_zip
 from jetspark.core.errors import JobCancelledError
 from jetspark.planning.pictures import FORMATS, render_dag
@@ -270,7 +278,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         command, env = submit_command(rest, Path(tempfile.mkdtemp(prefix="jetspark-submit-")))
         sys.stdout.flush()
         os.execve(command[0], command, env)
-    except JavaNotFoundError as error:
+    except (JavaNotFoundError, WebUIError) as error:
         print(f"jetspark: {error}", file=sys.stderr)
         return 2
     except JobCancelledError as error:  # cancelled from the web UI, say

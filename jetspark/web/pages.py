@@ -80,6 +80,18 @@ async function refreshJob(key) {
       snaps.appendChild(tr);
     }
   }
+  const links = document.getElementById('spark-links');
+  if (links && links.children.length !== job.spark_links.length) {
+    links.replaceChildren();
+    for (const link of job.spark_links) {
+      const a = document.createElement('a');
+      a.href = link.url;
+      a.textContent = link.label;
+      const li = document.createElement('li');
+      li.appendChild(a);
+      links.appendChild(li);
+    }
+  }
   const stages = document.getElementById('stages');
   if (stages) {
     stages.replaceChildren();
@@ -217,15 +229,16 @@ def job_page(job: dict[str, Any], svg: str, token: str) -> str:
             f'<li><a href="{escape(link["url"], quote=True)}">{escape(link["label"])}</a></li>'
             for link in job["spark_links"]
         )
+        if job["spark_ui"] is None:
+            spark_ui = '<p class="muted">This Spark session has no web UI (spark.ui.enabled is false).</p>'
+        else:  # the script adds each Spark job's link as Spark starts it
+            spark_ui = f'<p>Spark UI: <a href="{escape(job["spark_ui"], quote=True)}">{escape(job["spark_ui"])}</a></p>'
         spark = (
             "<h2>Spark</h2>"
             '<p class="muted">Per-vertex counts reach the driver when the Spark job ends (a job in epochs: '
             "with each committed epoch); the stages below move meanwhile.</p>"
-            + (
-                f"<ul id=spark-links>{links}</ul>"
-                if links
-                else '<p class="muted">No Spark UI (spark.ui.enabled is false).</p>'
-            )
+            + spark_ui
+            + f"<ul id=spark-links>{links}</ul>"
             + "<table><thead><tr><th>stage</th><th>name</th><th>tasks done</th><th>active</th>"
             "<th>failed</th></tr></thead><tbody id=stages></tbody></table>"
         )

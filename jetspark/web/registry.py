@@ -133,6 +133,7 @@ class JobRegistry:
         out["snapshot_list"] = committed_snapshots(job)
         out["has_snapshots"] = hasattr(job, "snapshot_history") or getattr(job, "store", None) is not None
         out["spark_stages"] = _call(job, "spark_stages", [])
+        out["spark_ui"] = _call(job, "spark_ui_url", None)
         out["spark_links"] = [{"label": lbl, "url": url} for lbl, url in _call(job, "spark_ui_links", [])]
         return out
 

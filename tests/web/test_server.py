@@ -57,3 +57,26 @@ def test_run_warns_when_the_ui_binds_a_wider_address(
     assert "ui: 0.0.0.0:0" in captured.out
     assert main(["run", "--local", "--ui", "--ui-port", "0", str(job)]) == 0
     assert "anyone" not in capsys.readouterr().err
+
+
+def test_run_with_the_ui_port_taken_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("JETSPARK_UI", "JETSPARK_PROGRESS", "JETSPARK_RUNNER", "JETSPARK_UI_KEEP"):
+        monkeypatch.setenv(name, "")
+    job = tmp_path / "job.py"
+    job.write_text(
+        "from jetspark import DAG\nfrom jetspark.api import run\nfrom jetspark.processors import noop\n"
+        "dag = DAG()\ndag.new_vertex('v', noop())\nrun(dag)\n"
+    )
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
+    try:
+        port = str(taken.getsockname()[1])
+        assert main(["run", "--local", "--quiet", "--ui", "--ui-port", port, str(job)]) == 2
+    finally:
+        taken.close()
+    error = capsys.readouterr().err
+    assert f"web UI: cannot listen on 127.0.0.1:{port}" in error and "--ui-port" in error, error
+    assert "Traceback" not in error

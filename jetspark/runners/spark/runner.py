@@ -171,13 +171,17 @@ class SparkJob(JobHandle):
             )
         return stages
 
+    def spark_ui_url(self) -> str | None:
+        """The address of the session's Spark UI, None when it has none (`spark.ui.enabled`)."""
+        url: str | None = self.spark.sparkContext.uiWebUrl
+        return url or None
+
     def spark_ui_links(self) -> list[tuple[str, str]]:
         """(label, address) of each Spark job of this job in the Spark UI; none without a Spark UI."""
-        sc = self.spark.sparkContext
-        base = sc.uiWebUrl
-        if not base:
+        base = self.spark_ui_url()
+        if base is None:
             return []
-        job_ids = sorted(sc.statusTracker().getJobIdsForGroup(self.group))
+        job_ids = sorted(self.spark.sparkContext.statusTracker().getJobIdsForGroup(self.group))
         return [(f"Spark job {i}", f"{base.rstrip('/')}/jobs/job/?id={i}") for i in job_ids]
 
     def dataframe(self, vertex: str, schema: Any = None) -> Any:
