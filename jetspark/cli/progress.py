@@ -64,11 +64,11 @@ class JobProgress:
         for name in _vertex_names(self.job):
             figures = metrics.get(name)
             if figures is None:
-                vertices.add_row(name, "…", "…", "")
+                vertices.add_row(Text(name), "…", "…", "")
                 continue
             rate = self._rates.get(name)
             vertices.add_row(
-                name,
+                Text(name),  # never read as rich markup: names may hold brackets
                 f"{figures.get('received', 0):,}",
                 f"{figures.get('emitted', 0):,}",
                 f"{rate:,.0f}" if rate is not None else "",
@@ -83,7 +83,7 @@ class JobProgress:
             for stage in stages:
                 total = max(stage["tasks"], 1)
                 bars.add_row(
-                    f"Spark stage {stage['stage_id']}: {stage['name']}",
+                    Text(f"Spark stage {stage['stage_id']}: {stage['name']}"),
                     ProgressBar(total=total, completed=stage["completed"], width=24),
                     f"{stage['completed']}/{stage['tasks']} tasks",
                 )

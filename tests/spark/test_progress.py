@@ -27,6 +27,7 @@ def test_spark_stages_and_the_final_figures_are_shown(spark: Any) -> None:
     assert any("stage 0 [numbers]" in s["name"] for s in stages), stages
     shown = ANSI.sub("", out.getvalue())
     for stage in stages:
+        assert f"Spark stage {stage['stage_id']}: {stage['name']}" in shown, shown  # brackets and all
         assert re.search(rf"Spark stage {stage['stage_id']}: .*2/2 tasks", shown), shown
     metrics = job.metrics()
     assert figures_in(out.getvalue()) == {v: (m["received"], m["emitted"]) for v, m in metrics.items()}

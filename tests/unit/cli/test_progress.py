@@ -90,6 +90,15 @@ def drawn(view: JobProgress) -> str:
     return out.getvalue()
 
 
+def test_names_are_shown_as_they_are_not_as_markup() -> None:
+    dag = DAG()
+    source = dag.new_vertex("[bold]numbers[/bold]", from_iterable(range(10)))
+    dag.edge(Edge.between(source, dag.new_vertex("sink", collect())))
+    job = LocalRunner(1).run(dag, JobConfig(name="[red]x"), timeout=30)
+    shown = ANSI.sub("", drawn(JobProgress(job)))
+    assert "[bold]numbers[/bold]" in shown
+
+
 def test_the_display_is_quiet_when_the_output_is_not_a_terminal() -> None:
     out = io.StringIO()
     job = LocalRunner(1).submit(numbers_job(100), JobConfig())
