@@ -95,6 +95,11 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _values_after(option: str) -> int:
+    """Words a spark-submit option takes after it: none for its flags and `--opt=value`, else one."""
+    return 0 if option in SPARK_SUBMIT_FLAGS or "=" in option else 1
+
+
 def split_submit(rest: Sequence[str]) -> tuple[list[str], str, list[str]]:
     """`[spark-submit options] job.py [job args]` -> (options, job, job args).
 
@@ -109,11 +114,9 @@ def split_submit(rest: Sequence[str]) -> tuple[list[str], str, list[str]]:
         if word == "--":
             break
         if word.startswith("-"):
-            options.append(word)
-            if word not in SPARK_SUBMIT_FLAGS and "=" not in word and i + 1 < len(words):
-                options.append(words[i + 1])
-                i += 1
-            i += 1
+            takes = _values_after(word)
+            options += words[i : i + 1 + takes]
+            i += 1 + takes
             continue
         job, after = word, words[i + 1 :]
         if "--" in after:  # the older form: spark-submit options between job.py and --
@@ -218,7 +221,15 @@ def _watch_environment(args: argparse.Namespace, submitting: bool) -> None:
 
 
 #: jetspark's own options of `submit` (with how many values each takes), read before spark-submit's.
-OWN_SUBMIT_OPTIONS = {"--quiet": 0, "--ui": 0, "--ui-keep": 0, "--ui-host": 1, "--ui-port": 1}
+OWN_SUBMIT_OPTIONS = {
+    "--quiet": 0,
+    "--ui": 0,
+    "--ui-keep": 0,
+    "--ui-host": 1,
+    "--ui-port": 1,
+    "-h": 0,
+    "--help": 0,
+}
 
 
 def _own_options(words: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -237,9 +248,8 @@ def _own_options(words: Sequence[str]) -> tuple[list[str], list[str]]:
             continue
         if not word.startswith("-") or word == "--":  # the job file: the rest is spark-submit's or the job's
             return own, rest + words[i:]
-        rest.append(word)
-        takes = 0 if word in SPARK_SUBMIT_FLAGS or "=" in word else 1
-        rest += words[i + 1 : i + 1 + takes]
+        takes = _values_after(word)
+        rest += words[i : i + 1 + takes]
         i += 1 + takes
     return own, rest
 
