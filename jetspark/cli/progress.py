@@ -83,7 +83,7 @@ class JobProgress:
             for stage in stages:
                 total = max(stage["tasks"], 1)
                 bars.add_row(
-                    Text(f"Spark stage {stage['stage_id']}: {stage['name']}"),
+                    Text(f"Spark stage {stage['stage_id']}: {_short(stage['name'], self.job.name)}"),
                     ProgressBar(total=total, completed=stage["completed"], width=24),
                     f"{stage['completed']}/{stage['tasks']} tasks",
                 )
@@ -91,6 +91,12 @@ class JobProgress:
             if not metrics:
                 parts.append(Text("per-vertex counts arrive when the Spark job ends", style="dim"))
         return Group(*parts)
+
+
+def _short(stage_name: str, job_name: str) -> str:
+    """A Spark stage's name without the `jetspark <job>: ` the title already says."""
+    prefix = f"jetspark {job_name}: "
+    return stage_name[len(prefix) :] if stage_name.startswith(prefix) else stage_name
 
 
 def _vertex_names(job: Any) -> list[str]:

@@ -17,17 +17,19 @@ from tests.unit.cli.test_progress import ANSI, figures_in, numbers_job
 pytestmark = pytest.mark.spark
 
 
-def test_spark_stages_and_the_final_figures_are_shown(spark: Any) -> None:
+def test_spark_stages_and_the_final_figures_are_shown(spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "160")  # one line per stage
     job = SparkRunner(spark, member_count=2).submit(numbers_job(3000), JobConfig(name="squares"))
     out = io.StringIO()
     with progress_display(job, force_terminal=True, file=out, refresh=0.05):
         job.join(120)
     stages = job.spark_stages()
     assert stages and all(s["completed"] == s["tasks"] == 2 for s in stages), stages
-    assert any("stage 0 [numbers]" in s["name"] for s in stages), stages
+    assert any(s["name"] == "jetspark squares: stage 0 [numbers] -> stage 1" for s in stages), stages
     shown = ANSI.sub("", out.getvalue())
     for stage in stages:
-        assert f"Spark stage {stage['stage_id']}: {stage['name']}" in shown, shown  # brackets and all
+        short = stage["name"].removeprefix("jetspark squares: ")
+        assert f"Spark stage {stage['stage_id']}: {short}" in shown, shown  # brackets and all
         assert re.search(rf"Spark stage {stage['stage_id']}: .*2/2 tasks", shown), shown
     metrics = job.metrics()
     assert figures_in(out.getvalue()) == {v: (m["received"], m["emitted"]) for v, m in metrics.items()}
