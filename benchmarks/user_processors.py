@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from jetspark import AbstractProcessor, traverse_iterable
+from jetspark import AbstractProcessor, traverse_iterable, whole_item
 from jetspark.core import DAG, Edge, ProcessorContext
 from jetspark.core.traverser import Traverser
 
@@ -86,10 +86,6 @@ class CountWords(AbstractProcessor):
         return self.emit_from_traverser(self.results)
 
 
-def word_of(word: str) -> str:
-    return word
-
-
 def p1_user_dag(n: int, sink: Any, distributed: bool) -> DAG:
     """RangeSource -> Double -> DropMultiplesOf3 -> (partitioned by key) CountByKey -> sink."""
     dag = DAG()
@@ -119,6 +115,6 @@ def word_count_user_dag(lines: Any, sink: Any) -> DAG:
     counted = dag.new_vertex("count", CountWords)
     out = dag.new_vertex("sink", sink)
     dag.edge(Edge.between(source, words))
-    dag.edge(Edge.between(words, counted).partitioned(word_of).distributed())
+    dag.edge(Edge.between(words, counted).partitioned(whole_item).distributed())
     dag.edge(Edge.between(counted, out))
     return dag

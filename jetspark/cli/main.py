@@ -1,4 +1,4 @@
-"""`jetspark run`, `jetspark submit` and `jetspark dag`.
+"""`jetspark run`, `jetspark submit`, `jetspark dag` and `jetspark startpoint`.
 
 jetspark run [--local] [--master URL] [--quiet] [--ui ...] job.py [job args]
     Run a job file in this process. The job calls `jetspark.api.run(dag)`, which picks the
@@ -14,6 +14,9 @@ jetspark submit [--quiet] [--ui ...] [spark-submit options] job.py [job args]
 jetspark dag [--format text|dot|mermaid] job.py [job args]
     Print the DAG the job file builds, without running it: the file runs up to its first
     `jetspark.api.run(dag)`, which hands the DAG back instead of starting a job.
+
+jetspark startpoint set|list|delete ...
+    Startpoints of a job (`jetspark.cli.startpoint`).
 
 `run` and `submit` show a progress display on a terminal (not with `--quiet`) and with `--ui`
 serve the web UI of the driver's jobs on 127.0.0.1 (`jetspark.web`).
@@ -38,6 +41,7 @@ from jetspark.api import (
     WebUIError,
     capturing_dag,
 )
+from jetspark.cli import startpoint
 from jetspark.cli.pyfiles import build_zip
 from jetspark.core.errors import JobCancelledError
 from jetspark.planning.pictures import FORMATS, render_dag
@@ -92,6 +96,7 @@ def _parser() -> argparse.ArgumentParser:
     dag.add_argument("--format", choices=FORMATS, default="text", help="text (default), dot or mermaid")
     dag.add_argument("job", help="the job file")
     dag.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the job file")
+    startpoint.register(commands)
     return parser
 
 
@@ -261,6 +266,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         own, rest = _own_options(words[1:])
         words = ["submit", *own]
     args = _parser().parse_args(words)
+    if args.command == "startpoint":
+        return startpoint.run(args)
     if args.command == "submit":
         try:
             _options, args.job, _job_args = split_submit(rest)

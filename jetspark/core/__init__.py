@@ -26,6 +26,7 @@ from jetspark.core.partitioner import DEFAULT_PARTITION_COUNT as DEFAULT_PARTITI
 from jetspark.core.partitioner import Partitioner as Partitioner
 from jetspark.core.partitioner import default_partitioner as default_partitioner
 from jetspark.core.partitioner import stable_hash as stable_hash
+from jetspark.core.partitioner import whole_item as whole_item
 from jetspark.core.processor import Processor as Processor
 from jetspark.core.suppliers import ProcessorMetaSupplier as ProcessorMetaSupplier
 from jetspark.core.suppliers import ProcessorSupplier as ProcessorSupplier
@@ -76,4 +77,5 @@ __all__ = [
     "stable_hash",
     "traverse_items",
     "traverse_iterable",
+    "whole_item",
 ]

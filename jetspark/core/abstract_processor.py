@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -101,19 +100,22 @@ class AbstractProcessor(Processor):
         A rejected item is kept and emitted first on the next call with the same traverser.
         """
         outbox = self.outbox
-        offer: Callable[[Any], bool] = (
-            outbox.offer if ordinal == -1 else functools.partial(outbox.offer_to, ordinal)
-        )
+        key = id(traverser)
         pending = self.__dict__.get("_jetspark_pending")
-        if pending:  # an item the outbox refused last time goes first
-            item = pending.pop(id(traverser), _NO_ITEM)
-            if item is not _NO_ITEM and not offer(item):
-                pending[id(traverser)] = item
-                return False
-        for item in iter(traverser.next, None):  # the traverser is called from C, not from a loop here
-            if not offer(item):
-                self._pending_traverser_item[id(traverser)] = item
-                return False
+        if pending:  # items taken from the traverser but not accepted last time go first
+            left = pending.pop(key, None)
+            if left is not None:
+                left_items = iter(left)
+                refused = outbox.offer_from(left_items, ordinal)
+                if refused:
+                    refused.extend(left_items)
+                    pending[key] = refused
+                    return False
+        # The traverser is called from C and the outbox takes the items in bulk.
+        refused = outbox.offer_from(iter(traverser.next, None), ordinal)
+        if refused:
+            self._pending_traverser_item[key] = refused
+            return False
         return True
 
     def emit_from_traverser_to_snapshot(self, traverser: Traverser[tuple[Any, Any]]) -> bool:

@@ -33,6 +33,15 @@ def _positive_or_none(_instance: object, attribute: attrs.Attribute[Any], value:
         checked_count(value, f"JobConfig.{attribute.name}")
 
 
+def _positive_seconds_or_none(
+    _instance: object, attribute: attrs.Attribute[Any], value: float | None
+) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ValueError(f"JobConfig.{attribute.name} must be a number of seconds > 0 or None, got {value!r}")
+
+
 @attrs.define(kw_only=True)
 class JobConfig:
     """Settings of one job. All fields have defaults, so `JobConfig()` is a valid batch job config.
@@ -55,10 +64,18 @@ class JobConfig:
     #: same name resumes from its last committed snapshot.
     checkpoint_root: str | None = None
     snapshots_retained: int = attrs.field(default=3, validator=_positive_or_none)
+    #: Where the job's startpoints are kept (`jetspark startpoint set`); None: under the
+    #: checkpoint root. Startpoints apply only to jobs that keep snapshots in a checkpoint root.
+    startpoints_directory: str | None = None
     arguments: dict[str, Any] = attrs.field(factory=dict)
     #: Merge chains of built-in stateless steps joined by local edges into one vertex, as Jet
     #: does (`jetspark.planning.fusion`): fewer queues per item; the merged vertices' metrics go.
     fuse_vertices: bool = True
+    #: Seconds with no progress anywhere, while items are pending or a processor with all its
+    #: input has not completed, after which the job fails with `QuiescenceError` and a dump of
+    #: every processor's watermarks and pending counts instead of hanging (seed 004's quiescence
+    #: check). None turns the check off; raise it for processors that wait longer on a timer.
+    quiescence_timeout_seconds: float | None = attrs.field(default=60.0, validator=_positive_seconds_or_none)
 
     @property
     def snapshots_enabled(self) -> bool:

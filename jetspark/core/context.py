@@ -14,6 +14,9 @@ from jetspark.core.config import JobConfig, ProcessingGuarantee
 RESULTS_ATTRIBUTE = "jetspark.results"
 #: Key in `ProcessorContext.attributes`, True when the job runs in epochs (see `in_epochs`).
 EPOCHS_ATTRIBUTE = "jetspark.epochs"
+#: Key in `ProcessorContext.attributes` of the startpoints a source applies at start (a
+#: `jetspark.checkpoint.startpoint_source.StartpointRuntime`), present when the job keeps snapshots.
+STARTPOINTS_ATTRIBUTE = "jetspark.startpoints"
 
 
 @attrs.frozen(kw_only=True)

@@ -43,5 +43,11 @@ class JobFailedError(JetsparkError):
         self.processor_index = processor_index
 
 
+class QuiescenceError(JobFailedError):
+    """Nothing made progress for the configured time while items were still pending (or a
+    processor with all its input never completed): the job would hang, so it fails, with every
+    processor's watermarks and pending counts in the message."""
+
+
 class JobTimeoutError(JetsparkError, TimeoutError):
     """`Job.join(timeout)` ran out of time; the job is still running."""

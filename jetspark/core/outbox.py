@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 
@@ -56,6 +57,22 @@ class Outbox(abc.ABC):
         A jetspark extension. Returns False and takes nothing when `len(items) > room(ordinal)`;
         unlike `offer`, a refusal leaves no unfinished item behind. Watermarks are not allowed here.
         """
+
+    def offer_from(self, items: Iterator[Any], ordinal: int | Sequence[int] = -1) -> list[Any]:
+        """Offer the items of `items` in order to `ordinal` (-1: every edge) until it ends or one is
+        refused. Returns [] when `items` ended; else the refused item followed by any items this
+        call took from `items` after it: offer them first, in order, on the next call.
+
+        `emit_from_traverser` uses it, so an outbox that moves many items at once (the engine's
+        copies them into its buffer in C) makes every emitting processor faster.
+        """
+        offer: Callable[[Any], bool] = (
+            self.offer if ordinal == -1 else functools.partial(self.offer_to, ordinal)
+        )
+        for item in items:
+            if not offer(item):
+                return [item]
+        return []
 
     @abc.abstractmethod
     def has_unfinished_item(self) -> bool:

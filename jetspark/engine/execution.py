@@ -11,6 +11,12 @@ every round of the cooperative loop, so that its caller (a Spark task) can hand 
 round produced before the next one starts; closing the generator early cancels the execution.
 `on_idle` is asked, after a round in which no tasklet made progress, whether it can make some
 (a shuffle reader that moves a record nobody takes aside); if it can, the loop does not back off.
+
+The quiescence check (seed 004): when `quiescence_timeout` seconds pass in which no tasklet made
+progress and no non-cooperative call was running, while items are still pending somewhere (or a
+processor that has all its input never completes), nothing can ever move again, so the execution
+fails with `QuiescenceError` and a dump of every processor's watermarks and pending counts
+instead of hanging. A quiet streaming source with nothing pending is not stuck: it waits for data.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 
-from jetspark.core.errors import JobFailedError
+from jetspark.core.errors import JobFailedError, QuiescenceError
 from jetspark.engine.tasklet import ProcessorTasklet
 
 
@@ -55,8 +61,14 @@ class Execution:
         tasklets: Sequence[ProcessorTasklet],
         on_tick: Callable[[], None] | None = None,
         on_idle: Callable[[], bool] | None = None,
+        quiescence_timeout: float | None = None,
     ) -> None:
         self.tasklets = list(tasklets)
+        self._quiescence_timeout = quiescence_timeout
+        self._last_progress = time.monotonic()
+        self._next_quiescence_check = 0.0
+        #: Non-cooperative tasklets inside a call now: the job is in progress while any is.
+        self._in_call: set[int] = set()
         self._on_tick = on_tick or (lambda: None)
         self._on_idle = on_idle or (lambda: False)
         self._stop = threading.Event()
@@ -126,13 +138,18 @@ class Execution:
         """The loop of one non-cooperative tasklet, on its own thread."""
         idle = IdleStrategy(max_sleep=5e-3)
         stop = self._stop
+        in_call = self._in_call
         while not tasklet.is_done and not stop.is_set():
+            in_call.add(id(tasklet))
             try:
                 progress = tasklet.call()
             except BaseException as error:
                 self._fail(tasklet, error)
                 return
+            finally:
+                in_call.discard(id(tasklet))
             if progress:
+                self._last_progress = time.monotonic()
                 idle.reset()
             else:
                 idle.idle()
@@ -157,6 +174,11 @@ class Execution:
             on_tick()
             if not progress and self._idle_progress():
                 progress = True
+            if progress:
+                self._last_progress = time.monotonic()
+            elif self._quiescence_timeout is not None and self._is_quiescent():
+                self._fail(None, self._quiescence_error())
+                return
             yield
             if progress:
                 idle.reset()
@@ -164,6 +186,30 @@ class Execution:
                 idle.idle()
             else:  # only threads are left: wait for them a little at a time
                 time.sleep(0.002)
+
+    def _is_quiescent(self) -> bool:
+        """Nothing moved for the timeout, nothing is running, yet something is pending."""
+        assert self._quiescence_timeout is not None
+        now = time.monotonic()
+        if now - self._last_progress < self._quiescence_timeout or now < self._next_quiescence_check:
+            return False
+        if self._in_call:
+            return False
+        self._next_quiescence_check = now + min(1.0, self._quiescence_timeout)
+        return any(
+            not tasklet.is_done and (tasklet.pending_count() > 0 or tasklet.awaits_completion())
+            for tasklet in self.tasklets
+        )
+
+    def _quiescence_error(self) -> QuiescenceError:
+        stuck = [t for t in self.tasklets if not t.is_done]
+        lines = "\n  ".join(tasklet.status_line() for tasklet in stuck)
+        return QuiescenceError(
+            f"nothing in progress for {self._quiescence_timeout:g} s and nothing can make progress, "
+            f"yet items are pending or a processor with all its input has not completed; the job "
+            f"would hang. Processors not done:\n  {lines}",
+            vertex=stuck[0].context.vertex_name if stuck else None,
+        )
 
     def _idle_progress(self) -> bool:
         try:

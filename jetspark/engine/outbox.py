@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import pickle
 import reprlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from itertools import islice
 from typing import Any
 
 from jetspark.core.errors import ProcessorContractError
@@ -35,6 +36,8 @@ from jetspark.engine.snapshot import SnapshotEntry, entry_partition
 
 _NOTHING: Any = object()
 _NONE_TYPE = type(None)
+#: Classes `offer_from`'s copy into the buffer must not take: they need `offer`'s handling.
+_NOT_PLAIN = frozenset((_NONE_TYPE, Watermark))
 DEFAULT_BATCH_SIZE = 1024
 SnapshotSink = Callable[[list[SnapshotEntry]], None]
 #: Below every int (Python's ints have no minimum): a first watermark of any value rises above it.
@@ -108,6 +111,39 @@ class OutboxImpl(Outbox):
             buffer.append(item)
             return True
         return self._offer_to_ordinals(self._all_ordinals, item)
+
+    def offer_from(self, items: Iterator[Any], ordinal: int | Sequence[int] = -1) -> list[Any]:
+        if ordinal in (-1, 0) and len(self.collectors) == 1:
+            # One edge: copy as many items as there is room for straight into its buffer (in C),
+            # then check them all at once; `_single_limit` is 0 while the outbox is slow.
+            buffer = self._buffer0
+            room = self._single_limit - len(buffer)
+            while room > 0:
+                start = len(buffer)
+                buffer.extend(islice(items, room))
+                taken = len(buffer) - start
+                if not _NOT_PLAIN.isdisjoint(map(type, buffer[start:])):
+                    # A watermark (or None) among them: hand them to offer() one by one, in order.
+                    special = buffer[start:]
+                    del buffer[start:]
+                    return self._offer_each(special, items, ordinal)
+                if taken < room:
+                    return []
+                room = self._single_limit - len(buffer)
+        return self._offer_each([], items, ordinal)
+
+    def _offer_each(self, taken: list[Any], items: Iterator[Any], ordinal: int | Sequence[int]) -> list[Any]:
+        """Offer `taken`, then the rest of `items`, one by one; returns what is left to offer."""
+        offer: Callable[[Any], bool] = (
+            self.offer if ordinal == -1 else lambda item: self.offer_to(ordinal, item)
+        )
+        for index, item in enumerate(taken):
+            if not offer(item):
+                return taken[index:]
+        for item in items:
+            if not offer(item):
+                return [item]
+        return []
 
     def room(self, ordinal: int = -1) -> int:
         if self._slow:
@@ -257,6 +293,13 @@ class OutboxImpl(Outbox):
         for collector in self.collectors:
             collector.offer_special(item)
         return True
+
+    def output_watermark(self) -> int | None:
+        """The lowest last watermark over the outbound edges; None until every edge has one."""
+        if not self._last_watermarks:
+            return None
+        lowest = min(self._last_watermarks)
+        return None if lowest == _BELOW_EVERY_TIMESTAMP else int(lowest)
 
     def buffered(self) -> int:
         """Items waiting in the buffers; the tasklet compares it around a call to detect progress."""

@@ -8,14 +8,15 @@ whatever the routing policy.
 
 from __future__ import annotations
 
+import operator
 import reprlib
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from itertools import compress
 from typing import Any, cast
 
 from jetspark.core.errors import PartitioningError
-from jetspark.core.partitioner import Partitioner, default_partitioner
+from jetspark.core.partitioner import Partitioner, default_partitioner, whole_item
 from jetspark.engine.queue import BoundedQueue
 
 
@@ -133,6 +134,8 @@ _CACHEABLE_KEY_CLASSES = frozenset({str, int, bytes})
 PARTITION_MEMO_SIZE = 65_536
 #: Up to this many consumers, a chunk is split with one C-level pass per consumer.
 _BATCH_ROUTING_MAX_QUEUES = 8
+#: `operator.call` (Python 3.11+): appends each item to its consumer's batch in one C-level pass.
+_CALL: Callable[..., Any] | None = getattr(operator, "call", None)
 
 
 class PartitionedCollector(OutboundCollector):
@@ -185,10 +188,13 @@ class PartitionedCollector(OutboundCollector):
         Returns -1 when it does not apply (another key class, or some queue lacks room), so that
         the caller routes item by item, which stops at the first full queue.
         """
-        try:
-            keys = list(map(self._key_fn, items))
-        except Exception:  # route one by one, which names the item whose key failed
-            return -1
+        if self._key_fn is whole_item:  # the items are their own keys: no call per item
+            keys = items
+        else:
+            try:
+                keys = list(map(self._key_fn, items))
+            except Exception:  # route one by one, which names the item whose key failed
+                return -1
         if not _CACHEABLE_KEY_CLASSES.issuperset(map(type, keys)):
             return -1
         memo = self._memo
@@ -207,6 +213,16 @@ class PartitionedCollector(OutboundCollector):
                     found[index] = memo[key] = table[partitioner(key, count)]
         targets = cast("list[int]", found)
         queues = self.queues
+        size = len(items)
+        if _CALL is not None and all(queue.room() >= size for queue in queues):
+            # Every queue takes the whole chunk: no need to count per consumer first.
+            batches: list[list[Any]] = [[] for _ in queues]
+            appends = [batch.append for batch in batches]
+            deque(map(_CALL, map(appends.__getitem__, targets), items), maxlen=0)
+            for queue, batch in zip(queues, batches):
+                if batch:
+                    queue.put_chunk(batch)
+            return size
         wanted = Counter(targets)
         if any(queues[target].room() < size for target, size in wanted.items()):
             return -1

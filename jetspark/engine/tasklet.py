@@ -98,6 +98,8 @@ class ProcessorTasklet:
         self.last_snapshot_id = snapshot_context.phase1_id
         self._phase2_done_id = snapshot_context.phase2_id
         self.received_count = 0
+        #: The last watermark the processor accepted (`try_process_watermark` returned True).
+        self.input_watermark: int | None = None
         self.closed = False
         self.initialized = False
         for position, stream in enumerate(self.streams):
@@ -137,11 +139,6 @@ class ProcessorTasklet:
             _log.exception("%s: close() failed; the error is ignored", self.name)
         finally:
             outbox.seal(sealed_before or "after close()")
-
-    def coalesced_watermark(self) -> int | None:
-        """The last watermark coalesced over this processor's inbound edges (None before any),
-        for metrics: read from another thread, it may lag by one."""
-        return self._coalescer.last_forwarded
 
     @property
     def is_done(self) -> bool:
@@ -342,6 +339,8 @@ class ProcessorTasklet:
             done = self.outbox.offer(watermark) if self.outbox.bucket_count() else True
         else:
             done = self.processor.try_process_watermark(watermark)
+            if done:
+                self.input_watermark = watermark.timestamp
         if done:
             pending.popleft()
         return done
@@ -462,6 +461,45 @@ class ProcessorTasklet:
         size = inbox.size()
         self.processor.restore_from_snapshot(inbox)
         return inbox.size() != size
+
+    # ---- status (metrics and the quiescence check) ---------------------------------------
+
+    @property
+    def upstream_watermark(self) -> int | None:
+        """The coalesced watermark of all inbound edges (None before the first one)."""
+        return self._coalescer.last_forwarded
+
+    def queued_count(self) -> int:
+        """Items waiting in this processor's inbound queues."""
+        return sum(len(queue) for stream in self.streams for queue in stream.queues)
+
+    def pending_count(self) -> int:
+        """Items this tasklet holds that have not reached the next one: queued, in the inbox, in
+        the outbox's buffers (a refused offer included), and watermarks the processor has yet to take."""
+        unfinished = 1 if self.outbox.has_unfinished_item() else 0
+        held = len(self._pending_watermarks)
+        return self.queued_count() + self.inbox.size() + self.outbox.buffered() + unfinished + held
+
+    def awaits_completion(self) -> bool:
+        """True when every inbound edge has ended but the processor has not completed: it has all
+        its input, so only it can end the job (a processor with no input may be waiting for data)."""
+        return (
+            bool(self.streams)
+            and all(stream.is_done for stream in self.streams)
+            and self.state
+            in (State.PROCESS_INBOX, State.PROCESS_WATERMARKS, State.NULLARY_PROCESS, State.COMPLETE)
+        )
+
+    def status_line(self) -> str:
+        """One line for a stuck job's dump: state, watermarks and what is pending where."""
+        return (
+            f"{self.name}: state={self.state.value} watermarks upstream={self.upstream_watermark} "
+            f"input={self.input_watermark} output={self.outbox.output_watermark()}; pending: "
+            f"queued={self.queued_count()} inbox={self.inbox.size()} outbox={self.outbox.buffered()}"
+            f"{' +1 refused' if self.outbox.has_unfinished_item() else ''}"
+            f"{f' watermarks not taken={len(self._pending_watermarks)}' if self._pending_watermarks else ''}"
+            f"{'; every input ended, not completed' if self.awaits_completion() else ''}"
+        )
 
     def __repr__(self) -> str:
         return f"ProcessorTasklet({self.name}, state={self.state.value})"

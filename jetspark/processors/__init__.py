@@ -12,6 +12,7 @@ without breaking anyone. Each factory's docstring is its specification.
   `postgres` (subclass `processors.transactional.TransactionalSinkP` for another system)
 """
 
+from jetspark.core.partitioner import whole_item as whole_item
 from jetspark.processors.aggregate import AggregateOperation as AggregateOperation
 from jetspark.processors.aggregate import accumulate_by_key as accumulate_by_key
 from jetspark.processors.aggregate import aggregate_by_key as aggregate_by_key
@@ -21,7 +22,6 @@ from jetspark.processors.aggregate import counting as counting
 from jetspark.processors.aggregate import entry_key as entry_key
 from jetspark.processors.aggregate import summing as summing
 from jetspark.processors.aggregate import to_list as to_list
-from jetspark.processors.aggregate import whole_item as whole_item
 from jetspark.processors.directory_source import directory_stream as directory_stream
 from jetspark.processors.postgres import postgres as postgres
 from jetspark.processors.sinks import batches as batches

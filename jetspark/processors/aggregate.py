@@ -30,6 +30,7 @@ from jetspark.core.dag import DAG, Vertex
 from jetspark.core.edge import Edge
 from jetspark.core.errors import ProcessorContractError
 from jetspark.core.inbox import Inbox
+from jetspark.core.partitioner import whole_item
 from jetspark.core.processor import Processor
 from jetspark.core.suppliers import FusibleSupplier, ProcessorSupplier
 from jetspark.core.suppliers import Step as CoreStep
@@ -67,12 +68,6 @@ class AggregateOperation:
 
 
 # ---- ready-made operations ----------------------------------------------------------------------
-
-
-def whole_item(item: Any) -> Any:
-    """The key function that keys an item by itself (Jet's `wholeItem()`): counting by it is
-    word count, and `aggregate_by_key` counts such keys in C, not with a call per item."""
-    return item
 
 
 def _python_count_elements(counts: dict[Any, int], items: Iterable[Any]) -> None:

@@ -8,6 +8,11 @@ state is, per file, the byte offset after the last line it emitted: a restored j
 there, so with EXACTLY_ONCE each line is emitted once into the committed output. Files must only
 grow; a file that shrinks is an error naming it. The interface (poll, emit, save `offset` per
 `split`) is the one a Kafka source fits too: a split is a topic partition, the offset its position.
+
+Startpoints (`jetspark.checkpoint.startpoints`): a split is a file name. At start, after its
+snapshot was restored, a processor resolves the startpoints fanned out to it and starts each file
+there instead: `Specific(offset)` at that byte, `Oldest` at 0, `Upcoming` after the last complete
+line, `Timestamp(ts)` at the first line whose `timestamp_fn(line)` is >= ts (else the end).
 """
 
 from __future__ import annotations
@@ -16,22 +21,35 @@ import fnmatch
 import functools
 import os
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from jetspark.core.abstract_processor import AbstractProcessor
-from jetspark.core.context import ProcessorContext
+from jetspark.core.context import STARTPOINTS_ATTRIBUTE, ProcessorContext
 from jetspark.core.errors import JobFailedError
 from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.core.watermark import Watermark
 from jetspark.engine.snapshot import entry_partition
 
+if TYPE_CHECKING:  # fsspec is needed only by jobs that keep snapshots
+    from jetspark.checkpoint.startpoint_source import SourceStartpoints
+    from jetspark.checkpoint.startpoints import Startpoint
+
 _FILE = "file"
 
 
 class _DirectoryStreamP(AbstractProcessor):
-    def __init__(self, directory: str, pattern: str, poll_millis: int, max_line_bytes: int) -> None:
+    def __init__(
+        self,
+        directory: str,
+        pattern: str,
+        poll_millis: int,
+        max_line_bytes: int,
+        timestamp_fn: Callable[[str], int] | None = None,
+    ) -> None:
         super().__init__()
         self.directory = directory
+        self.timestamp_fn = timestamp_fn
         self.pattern = pattern
         self.poll = poll_millis / 1000
         self.max_line_bytes = max_line_bytes
@@ -41,10 +59,65 @@ class _DirectoryStreamP(AbstractProcessor):
         self._pending: list[bytes] = []
         self._pending_file = ""
         self._saving: list[tuple[Any, Any]] | None = None
+        self._startpoints: SourceStartpoints | None = None
+        self._started = False
 
     def init_processor(self, context: ProcessorContext) -> None:
         self._mine = frozenset(context.processor_partitions)
         self._partition_count = context.partition_count
+        if STARTPOINTS_ATTRIBUTE in context.attributes:
+            from jetspark.checkpoint.startpoint_source import SourceStartpoints
+
+            self._startpoints = SourceStartpoints(
+                context.attributes, context.vertex_name, context.global_processor_index
+            )
+
+    def _start(self) -> None:
+        """Once, after the restore and before the first read or save: apply the startpoints."""
+        self._started = True
+        if self._startpoints is not None:
+            self.offsets.update(self._startpoints.start(dict(self.offsets), self._resolve))
+
+    def _resolve(self, name: str, startpoint: Startpoint) -> int:
+        """The byte offset where `startpoint` starts file `name` (see the module docstring)."""
+        from jetspark.checkpoint.startpoints import Oldest, Specific, Timestamp
+
+        path = os.path.join(self.directory, name)
+        if isinstance(startpoint, Oldest):
+            return 0
+        if isinstance(startpoint, Specific):
+            size = os.path.getsize(path) if os.path.exists(path) else 0
+            if startpoint.offset > size:
+                raise JobFailedError(
+                    f"vertex {self.context.vertex_name!r}: Specific startpoint offset {startpoint.offset} "
+                    f"is beyond the end of {path} ({size} bytes)"
+                )
+            return startpoint.offset
+        if not isinstance(startpoint, Timestamp):  # Upcoming
+            return _end_of_last_line(path)
+        timestamp_fn = self.timestamp_fn
+        if timestamp_fn is None:
+            raise JobFailedError(
+                f"vertex {self.context.vertex_name!r}: a Timestamp startpoint for file {name!r} needs "
+                "directory_stream(timestamp_fn=...) to read the lines' timestamps"
+            )
+        position = 0
+        try:
+            with open(path, "rb") as file:
+                for line in file:  # a line at a time: the file may be large
+                    if not line.endswith(b"\n"):
+                        break  # incomplete: not there yet
+                    if timestamp_fn(line[:-1].decode("utf-8")) >= startpoint.timestamp:
+                        return position
+                    position += len(line)
+        except FileNotFoundError:
+            return 0
+        return position  # no line at or after the timestamp: after the last complete line
+
+    def snapshot_commit_finish(self, success: bool) -> bool:
+        if success and self._startpoints is not None:
+            self._startpoints.committed()
+        return True
 
     def try_process_watermark(self, watermark: Watermark) -> bool:
         return True
@@ -53,6 +126,8 @@ class _DirectoryStreamP(AbstractProcessor):
         return entry_partition((_FILE, name), self._partition_count) in self._mine
 
     def complete(self) -> bool:
+        if not self._started:
+            self._start()
         if self._pending and not self._flush_pending():
             return False
         now = time.monotonic()
@@ -113,7 +188,11 @@ class _DirectoryStreamP(AbstractProcessor):
         return True
 
     def save_to_snapshot(self) -> bool:
+        if not self._started:
+            self._start()
         if self._saving is None:
+            if self._startpoints is not None:
+                self._startpoints.saved(self.offsets)
             self._saving = [((_FILE, name), offset) for name, offset in self.offsets.items()]
         while self._saving:
             key, value = self._saving[-1]
@@ -127,14 +206,49 @@ class _DirectoryStreamP(AbstractProcessor):
         self.offsets[key[1]] = value
 
 
+def _end_of_last_line(path: str, chunk: int = 1 << 16) -> int:
+    """The offset after the last newline of the file (0 if it has none, or does not exist)."""
+    try:
+        with open(path, "rb") as file:
+            end = file.seek(0, os.SEEK_END)
+            while end > 0:
+                start = max(0, end - chunk)
+                file.seek(start)
+                found = file.read(end - start).rfind(b"\n")
+                if found >= 0:
+                    return start + found + 1
+                end = start
+    except FileNotFoundError:
+        pass
+    return 0
+
+
+class _DirectoryStreamSupplier(ProcessorSupplier):
+    """Makes the processors; tells the startpoint fan-out which partition owns a file."""
+
+    def __init__(self, factory: Callable[[], _DirectoryStreamP]) -> None:
+        self.factory = factory
+
+    def get(self, count: int) -> list[_DirectoryStreamP]:
+        return [self.factory() for _ in range(count)]
+
+    def split_partition(self, split: str, partition_count: int) -> int:
+        return entry_partition((_FILE, split), partition_count)
+
+
 def directory_stream(
-    directory: str, pattern: str = "*", poll_millis: int = 100, max_line_bytes: int = 1 << 20
+    directory: str,
+    pattern: str = "*",
+    poll_millis: int = 100,
+    max_line_bytes: int = 1 << 20,
+    timestamp_fn: Callable[[str], int] | None = None,
 ) -> ProcessorSupplier:
     """A stream of the lines appended to the files in `directory` whose names match `pattern`
     (names starting with a dot are skipped). Offsets are saved in snapshots; see the module
-    docstring. Never completes."""
+    docstring. Never completes. `timestamp_fn(line)` (milliseconds) is needed only to resolve
+    `Timestamp` startpoints."""
     if poll_millis < 0:
         raise ValueError(f"directory_stream: poll_millis must be >= 0, got {poll_millis}")
-    return ProcessorSupplier.of(
-        functools.partial(_DirectoryStreamP, directory, pattern, poll_millis, max_line_bytes)
+    return _DirectoryStreamSupplier(
+        functools.partial(_DirectoryStreamP, directory, pattern, poll_millis, max_line_bytes, timestamp_fn)
     )

@@ -20,6 +20,7 @@ from typing import Any
 
 from jetspark.checkpoint import CheckpointStore
 from jetspark.core.config import JobConfig, ProcessingGuarantee, checked_count
+from jetspark.core.context import STARTPOINTS_ATTRIBUTE
 from jetspark.core.dag import DAG
 from jetspark.core.errors import JobCancelledError, JobFailedError, JobTimeoutError, RestartableError
 from jetspark.core.partitioner import DEFAULT_PARTITION_COUNT
@@ -30,15 +31,9 @@ from jetspark.engine.tasklet import ProcessorTasklet
 from jetspark.planning.fusion import fuse_stateless_steps
 from jetspark.planning.plan import ExecutionPlan, build_plan, snapshot_blocking_vertices
 from jetspark.processors.staging import STAGING_ATTRIBUTE
-from jetspark.runners import durable
+from jetspark.runners import durable, startpoints
 from jetspark.runners.job import JobHandle, JobStatus
-from jetspark.runners.member import (
-    MemberExecution,
-    add_metrics,
-    tasklet_metrics,
-    tasklet_queues,
-    tasklet_watermarks,
-)
+from jetspark.runners.member import MemberExecution, add_metrics, tasklet_metrics, tasklet_status
 from jetspark.runners.output import AttemptStaging, OutputCommitter
 from jetspark.runners.results import RESULTS_ATTRIBUTE, ResultCollector
 
@@ -197,19 +192,14 @@ class LocalJob(JobHandle):
         return self._results.items(vertex)
 
     def metrics(self) -> dict[str, dict[str, int]]:
-        """Per vertex: items `received` into inboxes and `emitted` downstream, over all executions."""
+        """Per vertex: items `received` into inboxes and `emitted` downstream, over all executions;
+        and now, its watermarks and pending counts (`runners.member.tasklet_status`)."""
         out = {name: dict(values) for name, values in self._metrics_base.items()}
-        add_metrics(out, tasklet_metrics(self._tasklets))
+        tasklets = self._tasklets
+        add_metrics(out, tasklet_metrics(tasklets))
+        for vertex, figures in tasklet_status(tasklets).items():
+            out.setdefault(vertex, {}).update(figures)
         return out
-
-    def queue_sizes(self) -> dict[str, dict[str, int]]:
-        """Per vertex now: items `queued` in its inbound queues and their `capacity`."""
-        return tasklet_queues(self._tasklets)
-
-    def watermarks(self) -> dict[str, int | None]:
-        """Per vertex with inbound edges: the coalesced watermark its processors have reached
-        (the lowest of them), None while one has seen none."""
-        return tasklet_watermarks(self._tasklets)
 
     # ---- execution ------------------------------------------------------------------------
 
@@ -309,16 +299,21 @@ class LocalJob(JobHandle):
         failure: BaseException | None = None
         try:
             plan = first_plan or build_plan(self.dag, self.config, self.member_count, job_id=self.job_id)
+            startpoints.fan_out(self.config, self.name, plan)
             placements = [(name, m) for name, vp in plan.vertices.items() for m in vp.members()]
             last_id = restore.snapshot_id if restore is not None else -1
             processor_count = sum(plan.vertices[name].local_parallelism for name, _ in placements)
             context = SnapshotContext(processor_count, last_id)
             context.on_phase1_complete = self._on_phase1_complete
             self._snapshot_context = context
+            attributes: dict[str, Any] = {RESULTS_ATTRIBUTE: self._results, STAGING_ATTRIBUTE: self._staging}
+            runtime = startpoints.runtime(self.config, self.name, last_id)
+            if runtime is not None:
+                attributes[STARTPOINTS_ATTRIBUTE] = runtime
             member = MemberExecution(
                 plan,
                 placements,
-                {RESULTS_ATTRIBUTE: self._results, STAGING_ATTRIBUTE: self._staging},
+                attributes,
                 self.batch_size,
                 context,
                 restore.data if restore is not None else None,

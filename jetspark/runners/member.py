@@ -96,10 +96,17 @@ class MemberExecution:
         return self.tasklets
 
     def start(
-        self, on_tick: Callable[[], None] | None = None, on_idle: Callable[[], bool] | None = None
+        self,
+        on_tick: Callable[[], None] | None = None,
+        on_idle: Callable[[], bool] | None = None,
+        quiescence_check: bool = True,
     ) -> Execution:
-        """The engine execution of the wired tasklets (run it with `run()` or `steps()`)."""
-        self.execution = Execution(self.tasklets, on_tick, on_idle)
+        """The engine execution of the wired tasklets (run it with `run()` or `steps()`).
+
+        `quiescence_check=False` leaves the stuck-job check to the caller (a Spark epoch's tasks
+        wait for the driver's snapshot decisions, which the engine cannot see)."""
+        timeout = self.plan.config.quiescence_timeout_seconds if quiescence_check else None
+        self.execution = Execution(self.tasklets, on_tick, on_idle, quiescence_timeout=timeout)
         return self.execution
 
     def close(self, error: BaseException | None) -> None:
@@ -117,6 +124,10 @@ class MemberExecution:
     def metrics(self) -> dict[str, dict[str, int]]:
         """Per vertex: items `received` into inboxes and `emitted` downstream by these processors."""
         return tasklet_metrics(self.tasklets)
+
+    def status(self) -> dict[str, dict[str, int]]:
+        """Per vertex: watermarks and pending counts now (`tasklet_status`)."""
+        return tasklet_status(self.tasklets)
 
     def _close_unrun_processors(self) -> None:
         for key, processor in self.processors.items():
@@ -158,33 +169,52 @@ def tasklet_metrics(tasklets: Iterable[ProcessorTasklet]) -> dict[str, dict[str,
     return out
 
 
-def tasklet_queues(tasklets: Iterable[ProcessorTasklet]) -> dict[str, dict[str, int]]:
-    """Per vertex: items `queued` in its tasklets' inbound queues now, and their `capacity`."""
+#: Per-vertex figures of `tasklet_status`: the lowest watermark over the vertex's processors
+#: (absent until every one of them has one) ...
+WATERMARK_FIGURES = ("upstream_watermark", "input_watermark", "output_watermark")
+#: ... and items pending, summed: in inbound queues, in inboxes, in outboxes.
+PENDING_FIGURES = ("queued", "inbox", "outbox")
+
+
+def tasklet_status(tasklets: Iterable[ProcessorTasklet]) -> dict[str, dict[str, int]]:
+    """Per vertex, now: its watermarks (seed 004's upstream, input and output watermarks: the
+    coalesced input, the last one the processor accepted, the last one it emitted) and its pending
+    counts. A gauge, unlike `tasklet_metrics`' counters: never added across runs."""
     out: dict[str, dict[str, int]] = {}
+    missing: dict[str, set[str]] = {}
     for tasklet in tasklets:
-        slot = out.setdefault(tasklet.context.vertex_name, {"queued": 0, "capacity": 0})
-        for stream in tasklet.streams:
-            for queue in stream.queues:
-                slot["queued"] += len(queue)
-                slot["capacity"] += getattr(queue, "capacity", 0)
-    return out
-
-
-def tasklet_watermarks(tasklets: Iterable[ProcessorTasklet]) -> dict[str, int | None]:
-    """Per vertex with inbound edges: the lowest watermark its processors have been given so far
-    (their coalesced input watermark), None while one of them has had none."""
-    out: dict[str, int | None] = {}
-    for tasklet in tasklets:
-        if not tasklet.streams:
-            continue
         vertex = tasklet.context.vertex_name
-        given = tasklet.coalesced_watermark()
-        if vertex not in out:
-            out[vertex] = given
-        else:
-            seen = out[vertex]
-            out[vertex] = None if seen is None or given is None else min(seen, given)
+        slot = out.setdefault(vertex, dict.fromkeys(PENDING_FIGURES, 0))
+        slot["queued"] += tasklet.queued_count()
+        slot["inbox"] += tasklet.inbox.size()
+        slot["outbox"] += tasklet.outbox.buffered()
+        values = (tasklet.upstream_watermark, tasklet.input_watermark, tasklet.outbox.output_watermark())
+        for name, value in zip(WATERMARK_FIGURES, values):
+            if value is None:
+                missing.setdefault(vertex, set()).add(name)
+            else:
+                slot[name] = min(slot.get(name, value), value)
+    for vertex, names in missing.items():
+        for name in names:
+            out[vertex].pop(name, None)
     return out
+
+
+def merge_status(total: dict[str, dict[str, int]], more: dict[str, dict[str, int]]) -> None:
+    """Merge members' `tasklet_status` into `total`: pending counts add up, a vertex's watermark
+    is the lowest of its members' (absent where any member lacks one)."""
+    for vertex, figures in more.items():
+        slot = total.get(vertex)
+        if slot is None:
+            total[vertex] = dict(figures)
+            continue
+        for name in PENDING_FIGURES:
+            slot[name] = slot.get(name, 0) + figures.get(name, 0)
+        for name in WATERMARK_FIGURES:
+            if name in slot and name in figures:
+                slot[name] = min(slot[name], figures[name])
+            else:
+                slot.pop(name, None)
 
 
 def add_metrics(total: dict[str, dict[str, int]], more: dict[str, dict[str, int]]) -> None:

@@ -3,9 +3,9 @@
 The registry holds the driver's jobs (every job handle created while it observes, plus any added
 by hand), numbered from 1 in order of submission; pages and API calls name a job by that number
 only. What a page shows comes from the handle itself: `status`, `metrics()` (per vertex items
-received and emitted), `queue_sizes()` where the runner has in-process queues (the local runner),
-the coalesced watermark of each vertex (`watermarks()`, the local runner), the plan's
-parallelism, the committed snapshots of the job's checkpoint store, and on Spark the stage progress and the Spark UI addresses.
+received and emitted, and the gauges `queued` and `input_watermark`: the items in its inbound
+queues and the last watermark its processors accepted, the lowest of them), the plan's
+parallelism, the job's last snapshots, and on Spark the stage progress and the Spark UI links.
 """
 
 from __future__ import annotations
@@ -90,8 +90,6 @@ class JobRegistry:
         out = self.summary(key)
         metrics = job.metrics()  # type: ignore[attr-defined]
         rates = self._update_rates(key, metrics)
-        queues: dict[str, dict[str, int]] = _call(job, "queue_sizes", {})
-        watermarks: dict[str, int | None] = _call(job, "watermarks", {})
         plan = getattr(job, "plan", None)
         dag = getattr(job, "dag", None)
         vertices = []
@@ -99,16 +97,14 @@ class JobRegistry:
             figures = metrics.get(vertex.name)
             planned = plan.vertices.get(vertex.name) if plan is not None else None
             rate_in, rate_out = rates.get(vertex.name, (0.0, 0.0))
-            queue = queues.get(vertex.name, {})
             vertices.append(
                 {
                     "name": vertex.name,
                     "parallelism": planned.local_parallelism if planned is not None else None,
                     "received": None if figures is None else figures.get("received", 0),
                     "emitted": None if figures is None else figures.get("emitted", 0),
-                    "queued": queue.get("queued"),
-                    "capacity": queue.get("capacity"),
-                    "watermark": watermarks.get(vertex.name),
+                    "queued": None if figures is None else figures.get("queued"),
+                    "watermark": None if figures is None else figures.get("input_watermark"),
                     "rate_in": round(rate_in, 1),
                     "rate_out": round(rate_out, 1),
                 }

@@ -37,6 +37,7 @@ DOCS = [
     ROOT / "docs" / "architecture.md",
     ROOT / "docs" / "spark.md",
     ROOT / "docs" / "fault-tolerance.md",
+    ROOT / "docs" / "startpoints.md",
 ]
 JETSPARK = Path(sys.executable).with_name("jetspark")  # the venv's console script
 
@@ -201,3 +202,13 @@ def test_fault_tolerance_sample_resumes_from_the_store_and_prints_what_the_doc_s
     assert ran[doc].stdout.strip() == printed.group(1)
     again = ran[doc].namespace["again"]
     assert again.job_id == ran[doc].namespace["job"].job_id, "the second submission resumed the first job"
+
+
+# ---- startpoints.md --------------------------------------------------------------------------
+
+
+def test_startpoints_sample_prints_what_the_doc_says(ran: dict[Path, Ran]) -> None:
+    doc = ROOT / "docs" / "startpoints.md"
+    said = re.search(r"^prints `(.*)`\.$", doc.read_text(), re.MULTILINE)
+    assert said is not None
+    assert ran[doc].stdout == said.group(1) + "\n"

@@ -33,6 +33,7 @@ from jetspark.runners.spark.epoch_task import EpochSpec
 from jetspark.runners.spark.records import DriverReports, dumps
 from jetspark.runners.spark.runner import SparkJob
 from jetspark.runners.spark.session import call_site
+from jetspark.runners.startpoints import fan_out
 
 _log = logging.getLogger("jetspark.spark.epochs")
 
@@ -94,6 +95,7 @@ class EpochJob(SparkJob):
             raise ValueError(f"job {self.name!r} is {self.status.value}, not suspended")
         self._request = None
         self._finished.clear()
+        fan_out(self.config, self.store.job, self.plan)  # startpoints set while it was suspended
         return self.start()  # type: ignore[return-value]
 
     def export_snapshot(self, name: str) -> Manifest:
@@ -266,6 +268,7 @@ class EpochJob(SparkJob):
         for vertex, items in outcome.results.items():
             self._results.setdefault(vertex, []).extend(items)
         add_metrics(self._metrics, outcome.metrics)
+        self._status = outcome.status  # a gauge: the latest committed epoch's
 
     def _abort(self, epoch: int) -> None:
         try:

@@ -15,6 +15,8 @@ from typing import Any, NamedTuple
 
 import cloudpickle
 
+from jetspark.runners.member import merge_status
+
 #: Target stage of records that go to the driver.
 DRIVER = -1
 
@@ -66,6 +68,8 @@ class MetricsRecord(NamedTuple):
     source_stage: int
     member: int
     metrics: dict[str, list[int]]
+    #: Per vertex, the watermarks and pending counts at the task's end (`member.tasklet_status`).
+    status: dict[str, dict[str, int]] = {}
 
 
 class StagedFilesRecord(NamedTuple):
@@ -111,6 +115,8 @@ class DriverReports:
     def __init__(self, vertices: Iterable[str]) -> None:
         self.results: dict[str, list[Any]] = {}
         self.metrics: dict[str, dict[str, int]] = {name: {"received": 0, "emitted": 0} for name in vertices}
+        #: Per vertex, watermarks and pending counts at the end of the tasks (`member.merge_status`).
+        self.status: dict[str, dict[str, int]] = {}
         #: `(staged, final)` paths of the `files` sinks, to commit.
         self.staged: list[tuple[str, str]] = []
         #: Snapshot files (as JSON) and completed processors of an epoch.
@@ -137,6 +143,7 @@ class DriverReports:
                 slot = self.metrics[vertex]
                 slot["received"] += received
                 slot["emitted"] += emitted
+            merge_status(self.status, record.status)
         elif kind is StagedFilesRecord:
             self.staged.extend(record.files)
         elif kind is SnapshotFilesRecord:

@@ -106,6 +106,7 @@ class SparkJob(JobHandle):
         self._committing = False
         self._results: dict[str, list[Any]] = {}
         self._metrics: dict[str, dict[str, int]] = {}
+        self._status: dict[str, dict[str, int]] = {}
         self._dataframes: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -143,8 +144,12 @@ class SparkJob(JobHandle):
         return list(self._results.get(vertex, ()))
 
     def metrics(self) -> dict[str, dict[str, int]]:
-        """Per vertex: items `received` into inboxes and `emitted` downstream, over all members."""
-        return {name: dict(values) for name, values in self._metrics.items()}
+        """Per vertex: items `received` into inboxes and `emitted` downstream, over all members;
+        and the vertex's watermarks and pending counts at the end of its tasks."""
+        out = {name: dict(values) for name, values in self._metrics.items()}
+        for vertex, figures in self._status.items():
+            out.setdefault(vertex, {}).update(figures)
+        return out
 
     def spark_stages(self) -> list[dict[str, Any]]:
         """The Spark stages of the job's latest Spark job (a restart or an epoch is a new one), from
@@ -284,6 +289,7 @@ class SparkJob(JobHandle):
         reports = DriverReports.of(records, self.plan.vertices)
         self._results = reports.results
         self._metrics = reports.metrics
+        self._status = reports.status
         return reports.staged
 
     def _write_dataframes(self) -> None:
@@ -358,6 +364,10 @@ class SparkRunner:
         if config.snapshots_enabled:
             store, initial, job_id = self._open_store(dag, config, job_id)
         plan = build_plan(dag, config, member_count, job_id=job_id)
+        if store is not None:
+            from jetspark.runners.startpoints import fan_out
+
+            fan_out(config, store.job, plan)
         stages = build_stages(dag)
         check_picklable(plan, config)
         carriers = {s.index: (s.downstream[0] if s.downstream else DRIVER) for s in stages.stages}

@@ -26,7 +26,7 @@ from typing import Any
 
 import attrs
 
-from jetspark.core.context import EPOCHS_ATTRIBUTE, RESULTS_ATTRIBUTE
+from jetspark.core.context import EPOCHS_ATTRIBUTE, RESULTS_ATTRIBUTE, STARTPOINTS_ATTRIBUTE
 from jetspark.core.errors import JobFailedError
 from jetspark.engine.queue import BoundedQueue
 from jetspark.planning.defs import EdgeDef
@@ -146,6 +146,11 @@ def run_stage_task(
         execution = MemberExecution(plan, placements, attributes, spec.batch_size, external_queues=external)
     else:
         attributes[EPOCHS_ATTRIBUTE] = True
+        from jetspark.runners.startpoints import runtime
+
+        startpoints = runtime(plan.config, epoch.spec.store_job, epoch.spec.restore_id)
+        if startpoints is not None:
+            attributes[STARTPOINTS_ATTRIBUTE] = startpoints
         processor_count = sum(plan.vertices[v].local_parallelism for v in stage.vertices)
         try:
             restore = epoch.restore_data()
@@ -167,7 +172,11 @@ def run_stage_task(
         if epoch is not None:
             epoch.tasklets = execution.tasklets
             on_idle = _either(on_idle, epoch.on_idle)
-        engine = execution.start(on_tick=epoch.on_tick if epoch is not None else None, on_idle=on_idle)
+        engine = execution.start(
+            on_tick=epoch.on_tick if epoch is not None else None,
+            on_idle=on_idle,
+            quiescence_check=epoch is None,
+        )
         for _ in engine.steps():  # closes every processor at the end
             if reader is not None:
                 _pass_on(reader, output, member, carrier)
@@ -182,7 +191,7 @@ def run_stage_task(
             output.add(member, epoch.report(carrier, stage_index))
         results.flush()
         metrics = {v: [m["received"], m["emitted"]] for v, m in execution.metrics().items()}
-        output.add(member, MetricsRecord(carrier, stage_index, member, metrics))
+        output.add(member, MetricsRecord(carrier, stage_index, member, metrics, execution.status()))
         if staging.files:
             output.add(member, StagedFilesRecord(carrier, member, staging.attempt, tuple(staging.files)))
         while output.records:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from jetspark.core.errors import PartitioningError
-from jetspark.core.partitioner import default_partitioner
+from jetspark.core.partitioner import default_partitioner, whole_item
 from jetspark.engine import routing
 from jetspark.engine.queue import BoundedQueue
 from jetspark.engine.routing import PartitionedCollector
@@ -99,3 +101,28 @@ def test_a_failing_key_function_is_named_with_the_item_also_on_the_batched_path(
         PartitioningError, match=r"edge a\[0\] -> b\[0\]: key function .*first_letter raised IndexError.*''"
     ):
         routed.offer_items(["ok", "fine", ""])
+
+
+#: The C-level append needs operator.call (Python 3.11+); on 3.10 only the counted split exists.
+CHUNK_PATHS = [True, False] if routing._CALL is not None else [False]
+
+
+@pytest.mark.parametrize("bulk_append", CHUNK_PATHS, ids=lambda bulk: "bulk-append" if bulk else "counted")
+@pytest.mark.parametrize("key_fn", [lambda item: item, whole_item], ids=["user-identity", "whole_item"])
+def test_whole_item_and_both_chunk_paths_route_as_the_key_function_would(
+    monkeypatch: pytest.MonkeyPatch, key_fn: Callable[[object], object], bulk_append: bool
+) -> None:
+    """`whole_item` skips the call per item, and the chunk is split by appending each item to its
+    consumer's batch in C (Python 3.11+) or by counting per consumer first: the same routing."""
+    if not bulk_append:
+        monkeypatch.setattr(routing, "_CALL", None)
+    queues = [BoundedQueue(10_000) for _ in range(3)]
+    routed = PartitionedCollector(queues, [p % 3 for p in range(PARTITIONS)], key_fn, default_partitioner)
+    items: list[object] = [f"w{i % 41}" for i in range(300)] + [Tagged("w1"), 7, b"z", ("t", 1)]
+    for start in range(0, len(items), 64):
+        chunk = items[start : start + 64]
+        assert routed.offer_items(chunk) == len(chunk)
+    got = received(queues)
+    for index, queue_items in enumerate(got):
+        assert queue_items == [item for item in items if owner(item) == index]
+    assert [type(item) for item in got[owner(Tagged("w1"))] if item == "w1"][-1] is Tagged

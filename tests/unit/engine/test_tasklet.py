@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from jetspark.core import DAG, AbstractProcessor, JobConfig, Watermark
+from jetspark.core.errors import ProcessorContractError
 from jetspark.engine.outbox import OutboxImpl
 from jetspark.engine.queue import BoundedQueue
 from jetspark.engine.routing import UnicastCollector
@@ -150,3 +151,57 @@ def test_an_error_in_close_is_logged_naming_the_processor_and_never_raised(
     assert record.exc_info is not None and isinstance(record.exc_info[1], Boom)
     harness.tasklet.close()  # once only
     assert sink.count("close") == 1
+
+
+class FinishesAfterOneItem(AbstractProcessor):
+    """A batch source: emits one item, then its next complete() call returns True emitting nothing."""
+
+    def __init__(self) -> None:
+        self.emitted = False
+
+    def complete(self) -> bool:
+        if not self.emitted:
+            self.emitted = self.try_emit("last")
+            return False
+        return True
+
+
+def test_a_call_in_which_only_complete_returned_true_is_progress() -> None:
+    """Rule "Progress is visible": complete() returning True is progress even when DONE cannot go
+    out in the same call (the item before it still waits for a full queue), so the worker does not
+    back off as if the tasklet had been idle."""
+    processor = FinishesAfterOneItem()
+    queue = BoundedQueue(1)
+    queue.put_chunk(["someone else's item"])  # full: the source's item stays in its buffer
+    dag = DAG()
+    dag.new_vertex("source", lambda: processor, 1)
+    plan = build_plan(dag, JobConfig(), 1)
+    outbox = OutboxImpl([UnicastCollector([queue])], "vertex 'source' processor #0", 4)
+    tasklet = ProcessorTasklet(
+        processor, plan.processor_context("source", 0, 0), outbox, [], SnapshotContext(1)
+    )
+    tasklet.init()
+    assert tasklet.call()  # the item was taken into the buffer
+    assert tasklet.state is State.COMPLETE and outbox.buffered() == 1
+    assert tasklet.call()  # complete() returned True; DONE waits behind the buffered item
+    assert tasklet.state is State.EMIT_DONE
+    assert not tasklet.call()  # nothing moved
+    queue.take()
+    assert tasklet.call() and tasklet.state is not State.EMIT_DONE
+
+
+def test_an_offer_from_snapshot_commit_finish_is_refused_naming_that_method() -> None:
+    class EmitsOnCommit(Counting):
+        def snapshot_commit_finish(self, success: bool) -> bool:
+            self.try_emit("too late")
+            return True
+
+    processor = EmitsOnCommit(per_call=1)
+    queue = BoundedQueue(100)
+    tasklet, snapshots = source_tasklet(processor, queue, batch_size=4)
+    snapshots.start(0)
+    run_until_barrier(tasklet, queue)
+    with pytest.raises(ProcessorContractError, match=r"snapshot_commit_finish\(\) must not emit"):
+        for _ in range(50):
+            tasklet.call()
+            queue.take()

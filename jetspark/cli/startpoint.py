@@ -1,0 +1,105 @@
+"""`jetspark startpoint set|list|delete`: startpoints of a job, set out of band.
+
+jetspark startpoint set --root ROOT --job NAME --vertex V --split S [--processor N]
+                        (--offset N | --timestamp MS | --oldest | --upcoming)
+jetspark startpoint list --root ROOT --job NAME
+jetspark startpoint delete --root ROOT --job NAME (--vertex V --split S [--processor N] | --all)
+
+ROOT is the job's `JobConfig.checkpoint_root`; `--directory` names `JobConfig.startpoints_directory`
+when the job sets one. A startpoint applies when the job is next planned (submitted, resumed or
+restarted); see docs/startpoints.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import sys
+from typing import Any
+
+from jetspark.checkpoint.startpoints import (
+    Oldest,
+    SourcePartition,
+    Specific,
+    Startpoint,
+    StartpointStore,
+    Timestamp,
+    Upcoming,
+    startpoint_to_json,
+)
+
+
+def register(commands: Any) -> None:
+    """Add the `startpoint` command to the `jetspark` parser's subcommands."""
+    parser = commands.add_parser("startpoint", help="set, list or delete the startpoints of a job")
+    actions = parser.add_subparsers(dest="action", required=True)
+    for name, help_text in (
+        ("set", "write a startpoint"),
+        ("list", "list written startpoints and fan-outs"),
+        ("delete", "delete a startpoint, or all of a job's"),
+    ):
+        action = actions.add_parser(name, help=help_text)
+        action.add_argument("--root", required=True, help="the job's checkpoint root (path or fsspec URL)")
+        action.add_argument("--job", required=True, help="the job's name (JobConfig.name)")
+        action.add_argument("--directory", help="JobConfig.startpoints_directory, if the job sets one")
+        if name == "list":
+            continue
+        action.add_argument("--vertex", required=name == "set", help="the source vertex")
+        action.add_argument("--split", required=name == "set", help="the source partition (a file name)")
+        action.add_argument("--processor", type=int, help="only for this processor (global index)")
+        if name == "delete":
+            action.add_argument("--all", action="store_true", help="delete every startpoint of the job")
+            continue
+        where = action.add_mutually_exclusive_group(required=True)
+        where.add_argument("--offset", type=int, help="Specific: start at this offset")
+        where.add_argument("--timestamp", type=int, help="Timestamp: first record at or after MS")
+        where.add_argument("--oldest", action="store_true", help="Oldest: from the beginning")
+        where.add_argument("--upcoming", action="store_true", help="Upcoming: only new records")
+
+
+def _startpoint(args: argparse.Namespace) -> Startpoint:
+    if args.offset is not None:
+        return Specific(args.offset)
+    if args.timestamp is not None:
+        return Timestamp(args.timestamp)
+    return Oldest() if args.oldest else Upcoming()
+
+
+def _describe(startpoint: Startpoint) -> str:
+    fields = startpoint_to_json(startpoint)
+    created = datetime.datetime.fromtimestamp(fields.pop("created"), datetime.timezone.utc)
+    kind = fields.pop("type")
+    detail = " ".join(f"{k}={v}" for k, v in fields.items())
+    return f"{kind}{' ' + detail if detail else ''} (created {created:%Y-%m-%d %H:%M:%S} UTC)"
+
+
+def run(args: argparse.Namespace) -> int:
+    """Carry out `jetspark startpoint ...`; the exit status."""
+    try:
+        store = StartpointStore(args.root, args.job, args.directory)
+        if args.action == "set":
+            startpoint = _startpoint(args)
+            store.write(SourcePartition(args.vertex, args.split), startpoint, args.processor)
+            print(f"set {args.vertex}/{args.split}: {_describe(startpoint)}")
+        elif args.action == "list":
+            for partition, processor, startpoint in store.written():
+                target = "" if processor is None else f" processor {processor}"
+                print(f"written {partition.vertex}/{partition.split}{target}: {_describe(startpoint)}")
+            for (vertex, processor), splits in sorted(store.fan_outs().items()):
+                for split, startpoint in sorted(splits.items()):
+                    print(f"fan-out {vertex}/{split} processor {processor}: {_describe(startpoint)}")
+        elif args.all:
+            store.delete_all()
+            print(f"deleted every startpoint of job {args.job!r}")
+        elif args.vertex is None or args.split is None:
+            print("jetspark startpoint delete: give --vertex and --split, or --all", file=sys.stderr)
+            return 2
+        elif store.delete(SourcePartition(args.vertex, args.split), args.processor):
+            print(f"deleted {args.vertex}/{args.split}")
+        else:
+            print(f"jetspark: no startpoint written for {args.vertex}/{args.split}", file=sys.stderr)
+            return 1
+    except ValueError as error:
+        print(f"jetspark: {error}", file=sys.stderr)
+        return 2
+    return 0

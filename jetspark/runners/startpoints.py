@@ -1,0 +1,56 @@
+"""The runners' part of startpoints: fan them out when a plan is built, and tell the sources.
+
+Both runners call `fan_out` right after `build_plan` (the local runner on every start and
+restart, the Spark runner once at submit) and give each processor `runtime(...)` in its
+attributes; the sources do the rest (`jetspark.checkpoint.startpoint_source`).
+"""
+
+from __future__ import annotations
+
+from jetspark.checkpoint.startpoint_source import StartpointRuntime
+from jetspark.checkpoint.startpoints import SourcePartition, Startpoint, StartpointSource, StartpointStore
+from jetspark.core.config import JobConfig
+from jetspark.planning.plan import ExecutionPlan
+
+
+def _enabled(config: JobConfig) -> bool:
+    return config.snapshots_enabled and config.checkpoint_root is not None
+
+
+def store_for(config: JobConfig, job: str) -> StartpointStore | None:
+    """The job's startpoint store, or None if the job keeps no snapshots in a checkpoint root."""
+    if not _enabled(config):
+        return None
+    assert config.checkpoint_root is not None
+    return StartpointStore(config.checkpoint_root, job, config.startpoints_directory)
+
+
+def owner_in(plan: ExecutionPlan, partition: SourcePartition) -> int | None:
+    """The global index of the processor that reads `partition` under `plan`, or None if the
+    plan has no vertex of that name or its source does not take startpoints."""
+    vp = plan.vertices.get(partition.vertex)
+    if vp is None:
+        return None
+    supplier = next((s for s in vp.suppliers.values() if s is not None), None)
+    if not isinstance(supplier, StartpointSource):
+        return None
+    arrangement = plan.arrangement
+    return arrangement.global_owner(
+        supplier.split_partition(partition.split, arrangement.partition_count), vp.local_parallelism
+    )
+
+
+def fan_out(config: JobConfig, job: str, plan: ExecutionPlan) -> dict[tuple[str, int], dict[str, Startpoint]]:
+    """Fan the job's startpoints out to the processors of `plan` (see `StartpointStore.fan_out`)."""
+    store = store_for(config, job)
+    if store is None:
+        return {}
+    return store.fan_out(lambda partition: owner_in(plan, partition))
+
+
+def runtime(config: JobConfig, job: str, restore_id: int) -> StartpointRuntime | None:
+    """What the sources of an execution restored from snapshot `restore_id` (-1: none) are told."""
+    if not _enabled(config):
+        return None
+    assert config.checkpoint_root is not None
+    return StartpointRuntime(config.checkpoint_root, job, config.startpoints_directory, restore_id)

@@ -1,0 +1,89 @@
+"""`jetspark startpoint set|list|delete` writes, shows and removes a job's startpoints in the store
+a job reads them from; bad input is refused naming what is wrong."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jetspark.checkpoint.startpoints import (
+    Oldest,
+    SourcePartition,
+    Specific,
+    StartpointStore,
+    Timestamp,
+    Upcoming,
+)
+from jetspark.cli.main import main
+
+ROOT = Path(__file__).resolve().parents[3]
+A = SourcePartition("lines", "a.log")
+
+
+def sp(root: Path, *args: str) -> int:
+    return main(["startpoint", args[0], "--root", str(root), "--job", "job", *args[1:]])
+
+
+def test_set_writes_each_kind_per_partition_or_per_processor(tmp_path: Path) -> None:
+    store = StartpointStore(str(tmp_path), "job")
+    assert sp(tmp_path, "set", "--vertex", "lines", "--split", "a.log", "--offset", "42") == 0
+    written = store.read(A)
+    assert isinstance(written, Specific) and written.offset == 42
+    assert sp(tmp_path, "set", "--vertex", "lines", "--split", "a.log", "--timestamp", "1500") == 0
+    written = store.read(A)
+    assert isinstance(written, Timestamp) and written.timestamp == 1500
+    assert sp(tmp_path, "set", "--vertex", "lines", "--split", "a.log", "--oldest") == 0
+    assert isinstance(store.read(A), Oldest)
+    assert sp(tmp_path, "set", "--vertex", "lines", "--split", "a.log", "--processor", "2", "--upcoming") == 0
+    assert isinstance(store.read(A, processor=2), Upcoming)
+    assert isinstance(store.read(A), Oldest)
+
+
+def test_list_shows_written_startpoints_and_fan_outs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = StartpointStore(str(tmp_path), "job")
+    store.write(A, Specific(7))
+    store.write(SourcePartition("lines", "b.log"), Upcoming())
+    store.fan_out(lambda p: 1 if p.split == "b.log" else None)
+    assert sp(tmp_path, "list") == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split(" (created")[0] for line in out] == [
+        "written lines/a.log: specific offset=7",
+        "fan-out lines/b.log processor 1: upcoming",
+    ]
+
+
+def test_delete_one_or_all(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = StartpointStore(str(tmp_path), "job")
+    store.write(A, Specific(7))
+    store.write(A, Oldest(), processor=0)
+    assert sp(tmp_path, "delete", "--vertex", "lines", "--split", "a.log") == 0
+    assert store.read(A) is None and store.read(A, processor=0) is not None
+    assert sp(tmp_path, "delete", "--vertex", "lines", "--split", "a.log") == 1
+    assert "no startpoint written for lines/a.log" in capsys.readouterr().err
+    assert sp(tmp_path, "delete", "--all") == 0
+    assert list(store.written()) == []
+    assert sp(tmp_path, "delete") == 2
+    assert "give --vertex and --split, or --all" in capsys.readouterr().err
+
+
+def test_bad_input_is_refused_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert sp(tmp_path, "set", "--vertex", "lines", "--split", "a.log", "--offset", "-3") == 2
+    assert "offset must be an int >= 0" in capsys.readouterr().err
+    assert main(["startpoint", "list", "--root", str(tmp_path), "--job", "../up"]) == 2
+    assert "job name '../up'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # argparse: exactly one kind
+        sp(tmp_path, "set", "--vertex", "lines", "--split", "a.log", "--oldest", "--upcoming")
+
+
+def test_the_command_runs_as_a_program(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "jetspark.cli.main", "startpoint", "set", "--root", str(tmp_path)]
+    command += ["--job", "job", "--vertex", "lines", "--split", "a.log", "--upcoming"]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("set lines/a.log: upcoming")
+    assert isinstance(StartpointStore(str(tmp_path), "job").read(A), Upcoming)
