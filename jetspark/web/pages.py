@@ -247,8 +247,11 @@ def job_page(job: dict[str, Any], svg: str, token: str) -> str:
         f'<div class="actions">{buttons}</div><p id=error class="error">{escape(job["error"] or "")}</p>'
         f"<h2>DAG</h2>{svg}<h2>vertices</h2><table id=vertices><thead><tr>{header}</tr></thead>"
         f"<tbody>{rows}</tbody></table>"
-        + (f"<h2>snapshots</h2><table>{snapshots}</table>" if snapshots else "")
-        + (_snapshot_table(job["snapshot_list"]) if job["has_snapshots"] else "")
+        + (
+            f"<h2>snapshots</h2><table>{snapshots}</table>{_snapshot_table(job['snapshot_list'])}"
+            if job["has_snapshots"]
+            else ""
+        )
         + spark
         + "</div>"
     )

@@ -127,7 +127,7 @@ class JobRegistry:
         out["actions"] = actions(job)
         out["snapshots"] = _snapshots(job)
         out["snapshot_list"] = committed_snapshots(job)
-        out["has_snapshots"] = hasattr(job, "snapshot_history") or getattr(job, "store", None) is not None
+        out["has_snapshots"] = bool(getattr(getattr(job, "config", None), "snapshots_enabled", False))
         out["spark_stages"] = _call(job, "spark_stages", [])
         out["spark_ui"] = _call(job, "spark_ui_url", None)
         out["spark_links"] = [{"label": lbl, "url": url} for lbl, url in _call(job, "spark_ui_links", [])]
