@@ -2,7 +2,8 @@
 
 While a job runs, a table on standard error shows per vertex the items received and emitted and
 their rate, read from the job handle's `metrics()` (live on the local runner; on Spark the
-per-vertex counts arrive when the Spark job ends, or with each committed epoch), and on Spark the
+figures of a batch job are the counts its tasks send while they run, about every second, and the
+exact ones when it ends; a job in epochs shows each committed epoch's), and on Spark the
 progress of each Spark stage of the job (`SparkJob.spark_stages()`, from Spark's status tracker).
 The display stays quiet when standard error is not a terminal, unless forced (`jetspark submit`
 forces it when its own standard error is a terminal, as spark-submit pipes the job's output).
@@ -39,7 +40,7 @@ class JobProgress:
     def read(self) -> dict[str, dict[str, int]]:
         """The job's metrics now; updates the per-vertex rates (items received per second)."""
         now = self._clock()
-        metrics: dict[str, dict[str, int]] = self.job.metrics()
+        metrics: dict[str, dict[str, int]] = self.job.metrics() or _live(self.job)
         if self._previous is not None and now > self._previous[0]:
             then, before = self._previous
             for vertex, figures in metrics.items():
@@ -89,8 +90,15 @@ class JobProgress:
                 )
             parts.append(bars)
             if not metrics:
-                parts.append(Text("per-vertex counts arrive when the Spark job ends", style="dim"))
+                parts.append(Text("per-vertex counts arrive as the tasks report them", style="dim"))
         return Group(*parts)
+
+
+def _live(job: Any) -> dict[str, dict[str, int]]:
+    """A Spark job's counts as its running tasks report them (`SparkJob.live_metrics`), if any."""
+    live = getattr(job, "live_metrics", None)
+    found: dict[str, dict[str, int]] = live() if live is not None else {}
+    return found
 
 
 def _short(stage_name: str, job_name: str) -> str:

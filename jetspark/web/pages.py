@@ -235,8 +235,8 @@ def job_page(job: dict[str, Any], svg: str, token: str) -> str:
             spark_ui = f'<p>Spark UI: <a href="{escape(job["spark_ui"], quote=True)}">{escape(job["spark_ui"])}</a></p>'
         spark = (
             "<h2>Spark</h2>"
-            '<p class="muted">Per-vertex counts reach the driver when the Spark job ends (a job in epochs: '
-            "with each committed epoch); the stages below move meanwhile.</p>"
+            '<p class="muted">While a Spark job runs, the per-vertex counts are what its tasks last reported '
+            "(about every second); exact when it ends. A job in epochs shows its committed epochs'.</p>"
             + spark_ui
             + f"<ul id=spark-links>{links}</ul>"
             + "<table><thead><tr><th>stage</th><th>name</th><th>tasks done</th><th>active</th>"

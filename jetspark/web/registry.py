@@ -89,6 +89,9 @@ class JobRegistry:
         job = self._jobs[key]
         out = self.summary(key)
         metrics = job.metrics()  # type: ignore[attr-defined]
+        out["live"] = not metrics and hasattr(job, "live_metrics")
+        if out["live"]:  # a running Spark job: the counts its tasks last reported
+            metrics = _call(job, "live_metrics", {})
         rates = self._update_rates(key, metrics)
         plan = getattr(job, "plan", None)
         dag = getattr(job, "dag", None)

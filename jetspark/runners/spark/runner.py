@@ -40,6 +40,7 @@ from jetspark.processors.sinks import FilesSink
 from jetspark.runners.job import JobHandle, JobStatus
 from jetspark.runners.output import OutputCommitter
 from jetspark.runners.spark.failures import decode_failure
+from jetspark.runners.spark.live import LiveMetrics
 from jetspark.runners.spark.records import (
     DRIVER,
     DriverReports,
@@ -82,8 +83,11 @@ class SparkJob(JobHandle):
         rebuild: Callable[[], tuple[Any, list[Any]]] | None = None,
         max_restarts: int = 0,
         backoff: float = 0.5,
+        live: LiveMetrics | None = None,
     ) -> None:
         super().__init__()
+        #: Counts the running tasks send (`runners.spark.live`); closed when the job ends.
+        self._live = live
         self.spark = spark
         self.dag = dag
         self.config = config
@@ -150,6 +154,13 @@ class SparkJob(JobHandle):
         for vertex, figures in self._status.items():
             out.setdefault(vertex, {}).update(figures)
         return out
+
+    def live_metrics(self) -> dict[str, dict[str, int]]:
+        """While the job runs: per vertex, items `received` and `emitted` so far as its tasks last
+        reported them (about every second, best effort); `metrics()` has the exact figures once
+        the job has ended. Empty for jobs in epochs and where tasks cannot reach the driver."""
+        live = self._live
+        return live.figures() if live is not None and not self._finished.is_set() else {}
 
     def spark_stages(self) -> list[dict[str, Any]]:
         """The Spark stages of the job's latest Spark job (a restart or an epoch is a new one), from
@@ -227,6 +238,8 @@ class SparkJob(JobHandle):
             if not self._committing:
                 self._committer.abort()
             self._finished.set()
+            if self._live is not None:
+                self._live.close()
 
     def _collect(self, sc: Any) -> list[Record] | None:
         """Run the Spark job; after a RestartableError run it again from the beginning, at most
@@ -252,6 +265,8 @@ class SparkJob(JobHandle):
                 "job %r: %s; restart %d from the beginning in %.1f s", self.name, error, self.restarts, delay
             )
             self._unpersist()
+            if self._live is not None:
+                self._live.reset()
             time.sleep(delay)
             self._final_rdd, self._persisted = self._rebuild()
 
@@ -372,7 +387,17 @@ class SparkRunner:
         check_picklable(plan, config)
         carriers = {s.index: (s.downstream[0] if s.downstream else DRIVER) for s in stages.stages}
         rdd_sources = frozenset(v.name for v in dag if isinstance(v.meta_supplier, RddSource))
-        spec = TaskSpec(plan, stages, carriers, self.batch_size, self.record_items, rdd_sources)
+        # a batch job's tasks send their counts while they run (a job in epochs has committed ones)
+        live = LiveMetrics.open(sc.getConf().get("spark.driver.host", "127.0.0.1")) if store is None else None
+        spec = TaskSpec(
+            plan,
+            stages,
+            carriers,
+            self.batch_size,
+            self.record_items,
+            rdd_sources,
+            live.address if live else None,
+        )
         spec_bytes = dumps(spec)
         name = config.name or f"job-{job_id}"
         if store is not None:
@@ -411,6 +436,7 @@ class SparkRunner:
             rebuild=lambda: self._build_rdds(sc, name, spec_bytes, dag, plan, stages),
             max_restarts=self.max_restarts,
             backoff=self.restart_backoff,
+            live=live,
         ).start()
 
     def _open_store(
