@@ -15,7 +15,7 @@ from jetspark.cli.progress import progress_display
 from jetspark.processors import collect
 from jetspark.runners.job import JobStatus
 from jetspark.runners.spark import SparkRunner
-from tests.gates import Gate, gated_stream
+from tests.gates import Gate, gated_pass, gated_stream
 from tests.unit.cli.test_progress import ANSI, figures_in, numbers_job
 from tests.waiting import wait_until
 
@@ -42,19 +42,26 @@ def test_spark_stages_and_the_final_figures_are_shown(spark: Any, monkeypatch: p
 
 
 def test_a_running_batch_jobs_counts_reach_the_driver_before_it_ends(spark: Any, tmp_path: Path) -> None:
-    """The tasks report their members' counts while they run: with the source held at item 300,
-    the driver sees 300 items out of `numbers` while the Spark job is still running."""
-    gate = Gate(tmp_path / "gate", hold_at=300)
+    """The tasks report their members' counts while they run, and once more as they end: with the
+    source held at item 300 the driver sees 300 items out of `numbers`; with the source's stage
+    done and the next one held, all 1000; the Spark job is running all along."""
+    source_gate = Gate(tmp_path / "source", hold_at=300)
+    sink_gate = Gate(tmp_path / "sink", hold_at=0)
     dag = DAG()
-    numbers = dag.new_vertex("numbers", gated_stream(gate, count=1000))
-    dag.edge(Edge.between(numbers, dag.new_vertex("sink", collect())).distributed())
+    numbers = dag.new_vertex("numbers", gated_stream(source_gate, count=1000))
+    held = dag.new_vertex("held", gated_pass(sink_gate))
+    dag.edge(Edge.between(numbers, held).distributed())
+    dag.edge(Edge.between(held, dag.new_vertex("sink", collect())))
     job = SparkRunner(spark, member_count=2).submit(dag, JobConfig(name="held"))
     try:
         wait_until(lambda: job.live_metrics().get("numbers", {}).get("emitted") == 300, "300 out", 120)
         assert job.metrics() == {} and job.status is JobStatus.RUNNING
-        assert 0 <= job.live_metrics().get("sink", {}).get("received", 0) <= 300
+        source_gate.open()  # stage 0 ends; its tasks' last reports count every item
+        wait_until(lambda: job.live_metrics().get("numbers", {}).get("emitted") == 1000, "1000 out", 120)
+        assert job.status is JobStatus.RUNNING
     finally:
-        gate.open()
+        source_gate.open()
+        sink_gate.open()
     job.join(120)
     assert job.live_metrics() == {}  # ended: metrics() has the exact figures
     assert job.metrics()["numbers"]["emitted"] == job.metrics()["sink"]["received"] == 1000

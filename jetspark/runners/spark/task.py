@@ -192,6 +192,8 @@ def run_stage_task(
                 _pass_on(reader, output, member, carrier)
             while output.records:
                 yield output.records.popleft()
+        if reporter is not None:  # the task's last counts, though its stage may still be running
+            reporter.send(execution.metrics())
         if engine.error is not None:
             raise engine.error
         if reader is not None:
