@@ -1,16 +1,25 @@
-"""`jetspark run` and `jetspark submit`.
+"""`jetspark run`, `jetspark submit`, `jetspark dag` and `jetspark startpoint`.
 
-jetspark run [--local] [--master URL] job.py [job args]
+jetspark run [--local] [--master URL] [--quiet] [--ui ...] job.py [job args]
     Run a job file in this process. The job calls `jetspark.api.run(dag)`, which picks the
     runner from the environment this command sets: `--local` runs in process (no Spark, no
     Java); otherwise on an embedded Spark on URL (default `local[*]`).
 
-jetspark submit job.py [--master URL] [spark-submit options] [-- job args]
-    Hand the job file to pyspark's bundled `spark-submit`. For a master that is not local,
-    a zip of jetspark and its pure-Python dependencies goes along as `--py-files`.
+jetspark submit [--quiet] [--ui ...] [spark-submit options] job.py [job args]
+    Hand the job file to pyspark's bundled `spark-submit`; everything after job.py goes to the
+    job, as with `run`. For a master that is not local, a zip of jetspark and its pure-Python
+    dependencies goes along as `--py-files`. (The older form `submit job.py [spark-submit
+    options] -- [job args]` is still understood.)
+
+jetspark dag [--format text|dot|mermaid] job.py [job args]
+    Print the DAG the job file builds, without running it: the file runs up to its first
+    `jetspark.api.run(dag)`, which hands the DAG back instead of starting a job.
 
 jetspark startpoint set|list|delete ...
     Startpoints of a job (`jetspark.cli.startpoint`).
+
+`run` and `submit` show a progress display on a terminal (not with `--quiet`) and with `--ui`
+serve the web UI of the driver's jobs on 127.0.0.1 (`jetspark.web`).
 """
 
 from __future__ import annotations
@@ -23,9 +32,19 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from jetspark.api import RUNNER_ENV
+from jetspark.api import (
+    PROGRESS_ENV,
+    RUNNER_ENV,
+    UI_ENV,
+    UI_KEEP_ENV,
+    DagCaptured,
+    WebUIError,
+    capturing_dag,
+)
 from jetspark.cli import startpoint
 from jetspark.cli.pyfiles import build_zip
+from jetspark.core.errors import JobCancelledError
+from jetspark.planning.pictures import FORMATS, render_dag
 from jetspark.runners.spark.session import (
     MASTER_ENV,
     JavaNotFoundError,
@@ -33,6 +52,27 @@ from jetspark.runners.spark.session import (
     log4j_config_file,
     pyspark_home,
 )
+
+#: The web UI's default port (`--ui-port`).
+DEFAULT_UI_PORT = 8740
+#: spark-submit options that take no value; every other option takes one (or `--opt=value`).
+SPARK_SUBMIT_FLAGS = frozenset({"--verbose", "-v", "--supervise", "--help", "-h", "--version"})
+
+
+def _add_watch_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--quiet", action="store_true", help="no progress display on the terminal")
+    command.add_argument("--ui", action="store_true", help="serve the web UI of the job (127.0.0.1)")
+    command.add_argument(
+        "--ui-host",
+        default="127.0.0.1",
+        help="address the web UI binds to; anything but loopback lets others cancel your jobs",
+    )
+    command.add_argument(
+        "--ui-port", type=int, default=DEFAULT_UI_PORT, help=f"web UI port (default {DEFAULT_UI_PORT})"
+    )
+    command.add_argument(
+        "--ui-keep", action="store_true", help="keep serving the web UI after the job file ends, until Ctrl-C"
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -43,38 +83,86 @@ def _parser() -> argparse.ArgumentParser:
         "--local", action="store_true", help="run in process with the local runner: no Spark, no Java"
     )
     run.add_argument("--master", help="Spark master URL of the embedded session (default local[*])")
+    _add_watch_options(run)
     run.add_argument("job", help="the job file, a Python script that calls jetspark.api.run(dag)")
     run.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the job file")
     submit = commands.add_parser(
         "submit",
-        help="spark-submit a job file (options after job.py go to spark-submit; job args after --)",
+        help="spark-submit a job file (options before job.py go to spark-submit, after it to the job)",
     )
-    submit.add_argument("job", help="the job file")
-    submit.add_argument(
-        "rest", nargs=argparse.REMAINDER, help="[--master URL] [spark-submit options] [-- job args]"
-    )
+    _add_watch_options(submit)
+    submit.add_argument("job", nargs="?", help="[spark-submit options] job.py [job args]")
+    dag = commands.add_parser("dag", help="print the DAG a job file builds, without running it")
+    dag.add_argument("--format", choices=FORMATS, default="text", help="text (default), dot or mermaid")
+    dag.add_argument("job", help="the job file")
+    dag.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the job file")
     startpoint.register(commands)
     return parser
 
 
+def _values_after(option: str) -> int:
+    """Words a spark-submit option takes after it: none for its flags and `--opt=value`, else one."""
+    return 0 if option in SPARK_SUBMIT_FLAGS or "=" in option else 1
+
+
+def split_submit(rest: Sequence[str]) -> tuple[list[str], str, list[str]]:
+    """`[spark-submit options] job.py [job args]` -> (options, job, job args).
+
+    The job file is the first word that is neither an option nor an option's value, as
+    spark-submit itself reads its command line. The older form `job.py [options] -- [job args]`
+    is recognised by its `--`. Raises ValueError when there is no job file."""
+    words = list(rest)
+    options: list[str] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word == "--":
+            break
+        if word.startswith("-"):
+            takes = _values_after(word)
+            options += words[i : i + 1 + takes]
+            i += 1 + takes
+            continue
+        job, after = word, words[i + 1 :]
+        if "--" in after:  # the older form: spark-submit options between job.py and --
+            cut = after.index("--")
+            return options + after[:cut], job, after[cut + 1 :]
+        return options, job, after
+    raise ValueError(
+        "submit: no job file given (usage: jetspark submit [spark-submit options] job.py [job args])"
+    )
+
+
 def run_job(job: str, args: Sequence[str], local: bool, master: str | None) -> None:
     """Run the job file as `__main__` with `sys.argv = [job, *args]` after setting the environment."""
-    path = Path(job)
     os.environ[RUNNER_ENV] = "local" if local else "spark"
     if master is not None:
         os.environ[MASTER_ENV] = master
+    _run_file(job, args)
+
+
+def _run_file(job: str, args: Sequence[str]) -> None:
+    path = Path(job)
     sys.argv = [str(path), *args]
     sys.path.insert(0, str(path.resolve().parent))
     runpy.run_path(str(path), run_name="__main__")
 
 
-def submit_command(job: str, rest: Sequence[str], workdir: Path) -> tuple[list[str], dict[str, str]]:
-    """The spark-submit command line and environment for `jetspark submit job rest...`."""
-    options = list(rest)
-    job_args: list[str] = []
-    if "--" in options:
-        cut = options.index("--")
-        options, job_args = options[:cut], options[cut + 1 :]
+def capture_dag(job: str, args: Sequence[str]) -> DagCaptured:
+    """The DAG (and config) the job file passes to its first `jetspark.api.run`; the job is not run.
+    Raises ValueError when the file ends without calling it."""
+    try:
+        with capturing_dag():
+            _run_file(job, args)
+    except DagCaptured as captured:
+        return captured
+    raise ValueError(f"{job!r} ended without calling jetspark.api.run(dag): no DAG to show")
+
+
+def submit_command(rest: Sequence[str], workdir: Path) -> tuple[list[str], dict[str, str]]:
+    """The spark-submit command line and environment for `jetspark submit rest...`, where `rest` is
+    `[spark-submit options] job.py [job args]` (see `split_submit`)."""
+    options, job, job_args = split_submit(rest)
     master = "local[*]"
     for i, option in enumerate(options):
         if option == "--master" and i + 1 < len(options):
@@ -119,25 +207,100 @@ def job_file_problem(job: str) -> str | None:
     return None
 
 
+def _watch_environment(args: argparse.Namespace, submitting: bool) -> None:
+    """Set what `jetspark.api.run` reads for the progress display and the web UI."""
+    if args.quiet:
+        os.environ[PROGRESS_ENV] = "off"
+    else:  # spark-submit pipes the job's output: decide here whether that ends on a terminal
+        os.environ[PROGRESS_ENV] = "always" if submitting and sys.stderr.isatty() else "auto"
+    if args.ui:
+        if args.ui_host not in ("127.0.0.1", "localhost", "::1"):
+            print(
+                f"jetspark: the web UI listens on {args.ui_host}: anyone who can reach it can see and "
+                "cancel your jobs",
+                file=sys.stderr,
+            )
+        os.environ[UI_ENV] = f"{args.ui_host}:{args.ui_port}"
+        if args.ui_keep:
+            os.environ[UI_KEEP_ENV] = "1"
+
+
+#: jetspark's own options of `submit` (with how many values each takes), read before spark-submit's.
+OWN_SUBMIT_OPTIONS = {
+    "--quiet": 0,
+    "--ui": 0,
+    "--ui-keep": 0,
+    "--ui-host": 1,
+    "--ui-port": 1,
+    "-h": 0,
+    "--help": 0,
+}
+
+
+def _own_options(words: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Split `submit`'s words into jetspark's own options (before the job file) and the rest."""
+    own: list[str] = []
+    rest: list[str] = []
+    words = list(words)
+    i = 0
+    while i < len(words):
+        word = words[i]
+        name = word.split("=", 1)[0]
+        if name in OWN_SUBMIT_OPTIONS:
+            takes = 0 if "=" in word else OWN_SUBMIT_OPTIONS[name]
+            own += words[i : i + 1 + takes]
+            i += 1 + takes
+            continue
+        if not word.startswith("-") or word == "--":  # the job file: the rest is spark-submit's or the job's
+            return own, rest + words[i:]
+        takes = _values_after(word)
+        rest += words[i : i + 1 + takes]
+        i += 1 + takes
+    return own, rest
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    rest: list[str] = []
+    if words[:1] == ["submit"]:
+        own, rest = _own_options(words[1:])
+        words = ["submit", *own]
+    args = _parser().parse_args(words)
     if args.command == "startpoint":
         return startpoint.run(args)
+    if args.command == "submit":
+        try:
+            _options, args.job, _job_args = split_submit(rest)
+        except ValueError as error:
+            print(f"jetspark: {error}", file=sys.stderr)
+            return 2
     problem = job_file_problem(args.job)
     if problem is not None:
         print(f"jetspark: {problem}", file=sys.stderr)
         return 2
+    if args.command == "dag":
+        try:
+            captured = capture_dag(args.job, args.args)
+        except ValueError as error:
+            print(f"jetspark: {error}", file=sys.stderr)
+            return 2
+        print(render_dag(captured.dag, args.format))
+        return 0
+    _watch_environment(args, submitting=args.command == "submit")
     try:
         if args.command == "run":
             run_job(args.job, args.args, args.local, args.master)  # Spark checks Java before it starts
             return 0
         check_java()
-        command, env = submit_command(args.job, args.rest, Path(tempfile.mkdtemp(prefix="jetspark-submit-")))
+        command, env = submit_command(rest, Path(tempfile.mkdtemp(prefix="jetspark-submit-")))
         sys.stdout.flush()
         os.execve(command[0], command, env)
-    except JavaNotFoundError as error:
+    except (JavaNotFoundError, WebUIError) as error:
         print(f"jetspark: {error}", file=sys.stderr)
         return 2
+    except JobCancelledError as error:  # cancelled from the web UI, say
+        print(f"jetspark: {error}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print(
             "jetspark: interrupted (a job with a guarantee was suspended: run it again to resume)",

@@ -171,7 +171,8 @@ class _BatchesP(_SinkP):
 
 
 def files(directory: str, format_item: Callable[[Any], str] = str, overwrite: bool = False) -> FilesSink:
-    """Write each item as a line `format_item(item)` to `<directory>/<vertex>-<global index>.txt`.
+    """Write each item as a line `format_item(item)` to `<directory>/<vertex>-<global index:05d>.txt`
+    (vertex `out`'s processor 0 writes `out-00000.txt`).
 
     Each processor writes its own file where it runs (on Spark, on an executor: the directory must
     be on a file system that the driver and every executor share, as for Spark's own file output).

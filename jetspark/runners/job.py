@@ -1,15 +1,45 @@
-"""What the job handles of every runner share: the status, and `join` with its error rules."""
+"""What the job handles of every runner share: the status, times, and `join` with its error rules.
+
+`observe_jobs(callback)` calls `callback(job)` for every job handle created from then on in this
+process (the web UI lists the driver's jobs so).
+"""
 
 from __future__ import annotations
 
 import enum
 import threading
+import time
+from collections.abc import Callable
 from typing import TypeVar
 
 from jetspark.core.errors import JobCancelledError, JobTimeoutError
 from jetspark.planning.plan import ExecutionPlan
 
 Self = TypeVar("Self", bound="JobHandle")
+
+_observers: list[Callable[[JobHandle], object]] = []
+
+
+def observe_jobs(callback: Callable[[JobHandle], object]) -> Callable[[], None]:
+    """Call `callback(job)` with every job handle created from now on; returns the undo."""
+    _observers.append(callback)
+    return lambda: _observers.remove(callback) if callback in _observers else None
+
+
+class _EndEvent(threading.Event):
+    """The `_finished` event, remembering when it was last set (the job's end time)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.set_at: float | None = None
+
+    def set(self) -> None:
+        self.set_at = time.time()
+        super().set()
+
+    def clear(self) -> None:
+        self.set_at = None
+        super().clear()
 
 
 class JobStatus(enum.Enum):
@@ -32,7 +62,16 @@ class JobHandle:
         self.plan = None
         self.status = JobStatus.NOT_STARTED
         self.error: BaseException | None = None
-        self._finished = threading.Event()
+        #: Wall-clock time (`time.time()`) the handle was made, that is when the job was submitted.
+        self.submitted_at = time.time()
+        self._finished = _EndEvent()
+        for observe in list(_observers):
+            observe(self)
+
+    @property
+    def ended_at(self) -> float | None:
+        """Wall-clock time the job last ended (completed, failed, cancelled, suspended), or None."""
+        return self._finished.set_at
 
     def plan_metrics(self) -> dict[str, int]:
         """What the planner decided for the job: members deployed and pruned, processors pruned,

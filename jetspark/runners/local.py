@@ -70,6 +70,12 @@ class LocalJob(JobHandle):
         self.name = config.name or f"job-{self.job_id}"
         self.last_snapshot: Snapshot | None = None
         self.snapshot_count = 0
+        #: The execution plan of the latest run (parallelism of each vertex), once started.
+        self.plan: ExecutionPlan | None = None
+        #: The last snapshots taken (not exports), oldest first: id, created (wall clock),
+        #: duration (s, from the start of phase 1 to its completion), entries.
+        self.snapshot_history: deque[dict[str, Any]] = deque(maxlen=20)
+        self._snapshot_started = time.monotonic()
         self._results = ResultCollector()
         self._lock = threading.Lock()
         self._execution: Execution | None = None
@@ -360,10 +366,12 @@ class LocalJob(JobHandle):
         if requested is not None:
             terminal, export_name = requested
             self._export_name = export_name
+            self._snapshot_started = time.monotonic()
             context.start(context.phase1_id + 1, terminal=terminal, export_only=export_name is not None)
             return
         if self.config.snapshots_enabled and time.monotonic() >= self._next_snapshot_at:
             self._export_name = None
+            self._snapshot_started = time.monotonic()
             context.start(context.phase1_id + 1)
             self._next_snapshot_at = time.monotonic() + self.config.snapshot_interval_millis / 1000
 
@@ -390,6 +398,14 @@ class LocalJob(JobHandle):
         else:
             self.last_snapshot = snapshot
             self.snapshot_count += 1
+            self.snapshot_history.append(
+                {
+                    "id": snapshot_id,
+                    "created": time.time(),
+                    "duration": time.monotonic() - self._snapshot_started,
+                    "entries": sum(len(entries) for entries in data.values()),
+                }
+            )
         return True
 
 

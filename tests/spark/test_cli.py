@@ -95,7 +95,7 @@ def test_default_runner_follows_the_environment(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_submit_to_a_local_master_runs_workers_on_this_python(tmp_path: Path) -> None:
-    command, env = submit_command("job.py", ["--master", "local[2]", "--", "--lines", "5"], tmp_path)
+    command, env = submit_command(["--master", "local[2]", "job.py", "--lines", "5"], tmp_path)
     assert Path(command[0]).name == "spark-submit" and Path(command[0]).exists()
     assert command[-4:] == ["local[2]", "job.py", "--lines", "5"]
     assert "--py-files" not in command
@@ -103,13 +103,32 @@ def test_submit_to_a_local_master_runs_workers_on_this_python(tmp_path: Path) ->
     assert env["JETSPARK_RUNNER"] == "spark"
 
 
+def test_submit_still_understands_the_older_form_with_a_double_dash(tmp_path: Path) -> None:
+    command, _env = submit_command(["job.py", "--master", "local[2]", "--", "--lines", "5"], tmp_path)
+    assert command[-4:] == ["local[2]", "job.py", "--lines", "5"]
+
+
 def test_submit_to_a_cluster_ships_jetspark_as_py_files(tmp_path: Path) -> None:
     command, _env = submit_command(
-        "job.py", ["--master", "spark://host:7077", "--py-files", "mine.zip"], tmp_path
+        ["--master", "spark://host:7077", "--py-files", "mine.zip", "job.py"], tmp_path
     )
     files = command[command.index("--py-files") + 1].split(",")
     assert files[0] == "mine.zip" and Path(files[1]).name == "jetspark-pyfiles.zip"
     assert command[-1] == "job.py"
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_submit_passes_the_arguments_after_the_job_file_to_the_job() -> None:
+    """Issue 11: `jetspark submit job.py --lines 300` once made spark-submit look for a main class
+    in a JAR; the arguments now reach the job as with `jetspark run`."""
+    done = jetspark("submit", "--quiet", "--master", "local[1]", str(EXAMPLE), "--lines", "300", timeout=280)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Failed to get main class" not in done.stderr
+    local = jetspark("run", "--local", "--quiet", str(EXAMPLE), "--lines", "300")
+    assert top_ten(done.stdout) == top_ten(local.stdout)
+    assert "3600 words" in done.stdout  # 300 lines of 12 words: --lines reached the job
 
 
 def test_the_py_files_zip_alone_makes_jetspark_importable(tmp_path: Path) -> None:

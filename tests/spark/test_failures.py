@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import os
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -256,3 +258,31 @@ def test_a_failing_key_function_names_the_edge_on_spark(spark: Any) -> None:
     assert "ZeroDivisionError" in message and "item 5" in message, message
     assert isinstance(raised.value.__cause__, PartitioningError)
     assert active_jobs(spark) == []
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_under_a_users_own_session_a_failed_task_logs_its_traceback_once_and_readably() -> None:
+    """Issue 11: under a session jetspark did not configure, a failed task's traceback showed twice
+    (the executor's ERROR and the lost task's WARN), each with a multi-KB base64 record."""
+    script = Path(__file__).with_name("user_session_failure.py")
+    root = Path(__file__).resolve().parents[2]
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(root),
+        "PYSPARK_PYTHON": sys.executable,
+        "SPARK_LOCAL_IP": "127.0.0.1",
+    }
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=root, env=env, capture_output=True, text=True, timeout=280
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "cause: ValueError: item 7 is bad" in done.stdout  # the driver still gets the exception
+    assert "remote traceback names check(): True" in done.stdout
+    log = done.stderr
+    assert log.count('raise ValueError("item 7 is bad")') == 1, log  # the traceback, once
+    assert "ERROR Executor" not in log
+    records = [line for line in log.splitlines() if "JETSPARK_FAILURE[" in line]
+    assert len(records) == 1 and len(records[0]) < 600, records
+    errors = [line for line in log.splitlines() if " ERROR " in line]
+    assert errors and all("JETSPARK_FAILURE" not in line and len(line) < 300 for line in errors), errors

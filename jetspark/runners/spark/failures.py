@@ -1,10 +1,17 @@
 """Carrying a processor failure from a Spark task back to the driver.
 
 Spark reports a Python task failure to the driver as an exception whose message holds the task's
-traceback text. The task therefore raises `TaskFailure` whose message embeds, between markers, a
-base64 blob with the vertex, processor index, the original exception (pickled, when it can be)
-and its traceback text; the driver finds the blob in the Spark error and raises
-`JobFailedError` chained to the original exception.
+traceback text. The task therefore raises `TaskFailure` (chained to the processor's exception, so
+that the traceback Spark shows is the processor's, readable) whose message ends with one short
+line between markers: a compressed record of the vertex, processor index and the original
+exception (pickled, when it can be, and small enough). The driver finds the record in the Spark
+error, takes the traceback from the text around it, and raises `JobFailedError` chained to the
+original exception.
+
+The traceback is not in the record: Spark logs the task's failure message (at ERROR on the
+executor, at WARN on the driver when the task is lost), and under a session jetspark did not
+configure (plain `spark-submit`, a notebook) that message should be the traceback, not a
+multi-KB blob that repeats it.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ import contextlib
 import pickle
 import re
 import traceback
+import zlib
 from typing import Any
 
 import cloudpickle
@@ -22,6 +30,9 @@ from jetspark.core.errors import JobFailedError
 
 _START = "JETSPARK_FAILURE["
 _PATTERN = re.compile(r"JETSPARK_FAILURE\[([A-Za-z0-9+/=]+)\]")
+#: A pickled exception larger than this (bytes) is not carried; the driver gets its type and text.
+MAX_PICKLED_CAUSE = 4096
+_TRACEBACK = "Traceback (most recent call last):"
 
 
 class TaskFailure(Exception):
@@ -33,16 +44,16 @@ class RemoteError(Exception):
 
 
 def encode_failure(error: BaseException, vertex: str | None, processor_index: int | None) -> TaskFailure:
-    """The exception a task raises for `error` (a JobFailedError chained to the cause, or the cause)."""
+    """The exception a task raises for `error` (a JobFailedError chained to the cause, or the
+    cause); raise it `from error`, so that the traceback Spark reports shows the cause's."""
     cause = error.__cause__ if isinstance(error, JobFailedError) and error.__cause__ is not None else error
     if isinstance(error, JobFailedError):
         vertex = error.vertex if error.vertex is not None else vertex
         processor_index = error.processor_index if error.processor_index is not None else processor_index
-    text = "".join(traceback.format_exception(type(cause), cause, cause.__traceback__))
     try:
         dumped: bytes = cloudpickle.dumps(cause)
         pickle.loads(dumped)
-        blob: bytes | None = dumped
+        blob: bytes | None = dumped if len(dumped) <= MAX_PICKLED_CAUSE else None
     except Exception:
         blob = None
     payload = {
@@ -52,18 +63,22 @@ def encode_failure(error: BaseException, vertex: str | None, processor_index: in
         "cause": blob,
         "cause_type": type(cause).__name__,
         "cause_text": str(cause),
-        "traceback": text,
     }
-    encoded = base64.b64encode(pickle.dumps(payload)).decode("ascii")
-    return TaskFailure(f"{error}\n{_START}{encoded}]")
+    encoded = base64.b64encode(zlib.compress(pickle.dumps(payload), 9)).decode("ascii")
+    failure = TaskFailure(f"{error}\n{_START}{encoded}]")
+    failure.local_traceback = "".join(  # type: ignore[attr-defined]
+        traceback.format_exception(type(cause), cause, cause.__traceback__)
+    )
+    return failure
 
 
 def decode_failure(spark_error: BaseException) -> JobFailedError | None:
     """The JobFailedError a Spark error carries, chained to the original exception; None if none."""
-    match = _PATTERN.search(_text_of(spark_error))
+    text = _text_of(spark_error)
+    match = _PATTERN.search(text)
     if match is None:
         return None
-    payload: dict[str, Any] = pickle.loads(base64.b64decode(match.group(1)))
+    payload: dict[str, Any] = pickle.loads(zlib.decompress(base64.b64decode(match.group(1))))
     cause: BaseException | None = None
     if payload["cause"] is not None:
         try:
@@ -72,16 +87,31 @@ def decode_failure(spark_error: BaseException) -> JobFailedError | None:
             cause = None
     if cause is None:
         cause = RemoteError(f"{payload['cause_type']}: {payload['cause_text']}")
-    remote_traceback = payload["traceback"]
-    note = f"traceback in the Spark task:\n{remote_traceback}"
-    if hasattr(cause, "add_note"):
-        cause.add_note(note)
+    remote_traceback = _traceback_before(text, match.start()) or getattr(spark_error, "local_traceback", "")
+    if remote_traceback:
+        note = f"traceback in the Spark task:\n{remote_traceback}"
+        if hasattr(cause, "add_note"):
+            cause.add_note(note)
     error = JobFailedError(
         payload["message"], vertex=payload["vertex"], processor_index=payload["processor_index"]
     )
     error.remote_traceback = remote_traceback  # type: ignore[attr-defined]
     error.__cause__ = cause
     return error
+
+
+def _traceback_before(text: str, end: int) -> str:
+    """The Python traceback that Spark's message holds before the record at `end`: from its first
+    `Traceback (most recent call last):` line (the processor's own) to the record."""
+    start = text.rfind(_TRACEBACK, 0, end)
+    if start == -1:
+        return ""
+    first = start
+    while (earlier := text.rfind(_TRACEBACK, 0, first)) != -1 and "\nJETSPARK_FAILURE[" not in text[
+        earlier:first
+    ]:
+        first = earlier
+    return text[first:end].rstrip() + "\n"
 
 
 def _text_of(error: BaseException) -> str:

@@ -49,6 +49,7 @@ from jetspark.runners.output import OutputCommitter
 from jetspark.runners.spark import adaptive
 from jetspark.runners.spark.adaptive import StageDecision
 from jetspark.runners.spark.failures import decode_failure
+from jetspark.runners.spark.live import LiveMetrics
 from jetspark.runners.spark.records import (
     DRIVER,
     DriverReports,
@@ -56,7 +57,7 @@ from jetspark.runners.spark.records import (
     addressed_to,
     dumps,
 )
-from jetspark.runners.spark.session import call_site, get_session
+from jetspark.runners.spark.session import call_site, get_session, log_task_failures_once
 from jetspark.runners.spark.shipping import check_picklable
 from jetspark.runners.spark.sinks import DataFrameSink
 from jetspark.runners.spark.sources import RddSource
@@ -104,8 +105,11 @@ class SparkJob(JobHandle):
         rebuild: Callable[[], tuple[Any, list[Any]]] | None = None,
         max_restarts: int = 0,
         backoff: float = 0.5,
+        live: LiveMetrics | None = None,
     ) -> None:
         super().__init__()
+        #: Counts the running tasks send (`runners.spark.live`); closed when the job ends.
+        self._live = live
         self.spark = spark
         self.dag = dag
         self.config = config
@@ -192,6 +196,51 @@ class SparkJob(JobHandle):
             out.setdefault(vertex, {}).update(figures)
         return out
 
+    def live_metrics(self) -> dict[str, dict[str, int]]:
+        """While the job runs: per vertex, items `received` and `emitted` so far as its tasks last
+        reported them (about every second, best effort); `metrics()` has the exact figures once
+        the job has ended. Empty for jobs in epochs and where tasks cannot reach the driver."""
+        live = self._live
+        return live.figures() if live is not None and not self._finished.is_set() else {}
+
+    def spark_stages(self) -> list[dict[str, Any]]:
+        """The Spark stages of the job's latest Spark job (a restart or an epoch is a new one), from
+        Spark's status tracker: `stage_id`, `name`, `tasks`, `completed`, `active`, `failed`."""
+        tracker = self.spark.sparkContext.statusTracker()
+        job_ids = sorted(tracker.getJobIdsForGroup(self.group))
+        if not job_ids:
+            return []
+        info = tracker.getJobInfo(job_ids[-1])
+        stages = []
+        for stage_id in sorted(info.stageIds) if info is not None else ():
+            stage = tracker.getStageInfo(stage_id)
+            if stage is None:  # skipped, or no longer retained
+                continue
+            stages.append(
+                {
+                    "stage_id": stage_id,
+                    "name": stage.name,
+                    "tasks": stage.numTasks,
+                    "completed": stage.numCompletedTasks,
+                    "active": stage.numActiveTasks,
+                    "failed": stage.numFailedTasks,
+                }
+            )
+        return stages
+
+    def spark_ui_url(self) -> str | None:
+        """The address of the session's Spark UI, None when it has none (`spark.ui.enabled`)."""
+        url: str | None = self.spark.sparkContext.uiWebUrl
+        return url or None
+
+    def spark_ui_links(self) -> list[tuple[str, str]]:
+        """(label, address) of each Spark job of this job in the Spark UI; none without a Spark UI."""
+        base = self.spark_ui_url()
+        if base is None:
+            return []
+        job_ids = sorted(self.spark.sparkContext.statusTracker().getJobIdsForGroup(self.group))
+        return [(f"Spark job {i}", f"{base.rstrip('/')}/jobs/job/?id={i}") for i in job_ids]
+
     def dataframe(self, vertex: str, schema: Any = None) -> Any:
         """The DataFrame of a `write_dataframe` sink, or one built from any sink's collected items."""
         if vertex in self._dataframes and schema is None:
@@ -230,6 +279,8 @@ class SparkJob(JobHandle):
             if not self._committing:
                 self._committer.abort()
             self._finished.set()
+            if self._live is not None:
+                self._live.close()
 
     def _collect(self, sc: Any) -> list[Record] | None:
         """Run the Spark job; after a RestartableError run it again from the beginning, at most
@@ -258,6 +309,8 @@ class SparkJob(JobHandle):
                 "job %r: %s; restart %d from the beginning in %.1f s", self.name, error, self.restarts, delay
             )
             self._unpersist()
+            if self._live is not None:
+                self._live.reset()
             time.sleep(delay)
             self._final_rdd = None  # built again at the top of the loop
 
@@ -360,6 +413,7 @@ class SparkRunner:
         config = config or JobConfig()
         spark = self.spark
         sc = spark.sparkContext
+        log_task_failures_once(sc)
         member_count = config.member_count or self.member_count or sc.defaultParallelism
         dag.validate()
         dag = fuse_stateless_steps(dag, config)
@@ -377,6 +431,8 @@ class SparkRunner:
         check_picklable(plan, config)
         carriers = {s.index: (s.downstream[0] if s.downstream else DRIVER) for s in stages.stages}
         rdd_sources = frozenset(v.name for v in dag if isinstance(v.meta_supplier, RddSource))
+        # a batch job's tasks send their counts while they run (a job in epochs has committed ones)
+        live = LiveMetrics.open(sc.getConf().get("spark.driver.host", "127.0.0.1")) if store is None else None
         spec = TaskSpec(
             plan,
             stages,
@@ -384,6 +440,7 @@ class SparkRunner:
             self.batch_size,
             self.record_items,
             rdd_sources,
+            live.address if live else None,
         )
         spec_bytes = dumps(spec)
         name = config.name or f"job-{job_id}"
@@ -431,6 +488,7 @@ class SparkRunner:
             rebuild=rebuild,
             max_restarts=self.max_restarts,
             backoff=self.restart_backoff,
+            live=live,
         )
         batch.adaptive_decisions = decisions if decisions is not None else []
         return batch.start()

@@ -3,7 +3,8 @@
 Order: a running session (inside `spark-submit`, a notebook, or a test fixture) is reused; under
 `spark-submit` without one yet, the session `spark-submit` configured is created; otherwise an
 embedded session is started on `JETSPARK_MASTER` (default `local[*]`) with quiet logs (WARN), no
-web UI and no console progress bars, and workers running this Python (`PYSPARK_PYTHON`).
+web UI (unless jetspark's own web UI is asked for, `JETSPARK_UI`: then its job pages link to
+Spark's) and no console progress bars, and workers running this Python (`PYSPARK_PYTHON`).
 Sessions jetspark creates log at WARN (`JETSPARK_SPARK_LOG_LEVEL` to change).
 """
 
@@ -23,6 +24,8 @@ from typing import Any
 from jetspark.core.errors import JetsparkError
 
 MASTER_ENV = "JETSPARK_MASTER"
+#: Set by `jetspark run --ui` (see `jetspark.api`): embedded sessions then start Spark's web UI too.
+UI_ENV = "JETSPARK_UI"
 #: Log level of sessions jetspark creates (embedded, or first created under spark-submit).
 LOG_LEVEL_ENV = "JETSPARK_SPARK_LOG_LEVEL"
 MIN_JAVA = 17
@@ -117,7 +120,7 @@ def embedded_conf(master: str) -> dict[str, str]:
     return {
         "spark.master": master,
         "spark.app.name": "jetspark",
-        "spark.ui.enabled": "false",
+        "spark.ui.enabled": "true" if os.environ.get(UI_ENV) else "false",
         "spark.ui.showConsoleProgress": "false",
         # Kill a cancelled or losing task's Python worker as soon as Spark sees the task killed
         # (default 2s): a cancelled job's processors stop about 0.5 s after cancel(), not 4 s.
@@ -163,6 +166,28 @@ def get_session(master: str | None = None, extra_conf: dict[str, str] | None = N
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel(os.environ.get(LOG_LEVEL_ENV, "WARN"))
     return session
+
+
+_quieted: set[int] = set()
+
+
+def log_task_failures_once(sc: Any) -> None:
+    """In local mode, the executor's ERROR log of a failed task repeats, word for word, what the
+    driver's `TaskSetManager` logs as the lost task: turn the executor's off (as jetspark's own
+    log4j settings do), so that a session jetspark did not configure (a notebook, plain
+    `spark-submit`) shows a failed task's traceback once. Other failures still show, in the lost
+    task's warning. Done once per SparkContext; a cluster's executors log on their own machines."""
+    if id(sc) in _quieted or not str(sc.master).startswith("local"):
+        return
+    _quieted.add(id(sc))
+    try:
+        jvm = sc._jvm
+        level = jvm.org.apache.logging.log4j.Level.FATAL
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
+            "org.apache.spark.executor.Executor", level
+        )
+    except Exception:  # another logging backend: leave it as it is
+        pass
 
 
 @contextlib.contextmanager

@@ -38,6 +38,7 @@ from jetspark.runners.member import MemberExecution
 from jetspark.runners.output import AttemptStaging
 from jetspark.runners.spark.epoch_task import EpochAborted, EpochSpec, EpochTask
 from jetspark.runners.spark.failures import encode_failure
+from jetspark.runners.spark.live import Address, LiveReporter
 from jetspark.runners.spark.records import (
     EpochAbortRecord,
     MetricsRecord,
@@ -66,6 +67,8 @@ class TaskSpec:
     record_items: int
     #: `from_rdd` source vertices: their members read Spark data (in place or shuffled).
     rdd_sources: frozenset[str] = frozenset()
+    #: Where tasks send their live counts (`runners.spark.live`), or None.
+    live: Address | None = None
 
 
 def source_records(
@@ -158,6 +161,11 @@ def run_stage_task(
     }
     placements = [(v, m) for m in members for v in stage.vertices]
     error: BaseException | None = None
+    reporter = (
+        LiveReporter(spec.live, stage_index, member, staging.attempt)
+        if spec.live is not None and epoch is None
+        else None
+    )
     if epoch is None:
         execution = MemberExecution(plan, placements, attributes, spec.batch_size, external_queues=external)
     else:
@@ -194,10 +202,14 @@ def run_stage_task(
             quiescence_check=epoch is None,
         )
         for _ in engine.steps():  # closes every processor at the end
+            if reporter is not None:
+                reporter.tick(execution.metrics)
             if reader is not None:
                 _pass_on(reader, output, member, carrier)
             while output.records:
                 yield output.records.popleft()
+        if reporter is not None:  # the task's last counts, though its stage may still be running
+            reporter.send(execution.metrics())
         if engine.error is not None:
             raise engine.error
         if reader is not None:
@@ -231,6 +243,8 @@ def run_stage_task(
         execution.close(error)
         if reader is not None:
             reader.close()
+        if reporter is not None:
+            reporter.close()
 
 
 def _either(first: Callable[[], bool] | None, second: Callable[[], bool]) -> Callable[[], bool]:

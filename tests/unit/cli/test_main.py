@@ -1,13 +1,16 @@
-"""`jetspark run` / `jetspark submit` argument errors, without Spark: each names the path and what is
-expected instead."""
+"""`jetspark run` / `submit` / `dag` command lines, without Spark: argument errors name the path and
+what is expected instead; `submit` splits options, job file and job arguments; `dag` prints a DAG
+without running the job."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from jetspark.cli.main import main
+from jetspark.cli.main import SPARK_SUBMIT_FLAGS, main, split_submit
 
 
 @pytest.mark.parametrize("command", [["run", "--local"], ["run"], ["submit"]])
@@ -30,3 +33,113 @@ def test_a_missing_job_file_is_reported_as_not_found(
     missing = tmp_path / "nowhere.py"
     assert main(["run", "--local", str(missing)]) == 2
     assert f"job file {str(missing)!r} not found" in capsys.readouterr().err
+
+
+# ---- jetspark submit: the job's arguments follow the job file ----------------------------------
+
+SPARK_OPTIONS = st.lists(
+    st.one_of(
+        st.sampled_from(sorted(SPARK_SUBMIT_FLAGS)).map(lambda flag: [flag]),
+        st.tuples(
+            st.sampled_from(["--master", "--conf", "--py-files", "--name", "--driver-memory"]),
+            st.text(alphabet="abcdefghij0123456789[]:=/.", min_size=1, max_size=12),
+        ).map(list),
+    ),
+    max_size=4,
+).map(lambda groups: [word for group in groups for word in group])
+JOB_ARGS = st.lists(
+    st.text(alphabet="abc-=0123456789.", min_size=1, max_size=8).filter(lambda w: w != "--"), max_size=5
+)
+
+
+@given(options=SPARK_OPTIONS, job_args=JOB_ARGS)
+def test_split_submit_reads_options_then_the_job_file_then_the_job_arguments(
+    options: list[str], job_args: list[str]
+) -> None:
+    """Property: whatever the options and the job's own arguments (which may look like options),
+    the first word that is neither an option nor its value is the job file, and all after it go
+    to the job unchanged."""
+    assert split_submit([*options, "job.py", *job_args]) == (options, "job.py", job_args)
+
+
+def test_split_submit_reads_the_older_form_and_refuses_a_missing_job_file() -> None:
+    assert split_submit(["job.py", "--master", "local[2]", "--", "--lines", "5"]) == (
+        ["--master", "local[2]"],
+        "job.py",
+        ["--lines", "5"],
+    )
+    with pytest.raises(ValueError, match="no job file given"):
+        split_submit(["--master", "local[2]"])
+
+
+def test_submit_without_a_job_file_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["submit", "--master", "local[2]"]) == 2
+    assert "no job file given" in capsys.readouterr().err
+
+
+# ---- jetspark dag: the DAG without running the job ---------------------------------------------
+
+DAG_JOB = """
+import sys
+from jetspark import DAG, Edge
+from jetspark.api import run
+from jetspark.processors import collect, from_iterable, map
+
+def boom(item):
+    raise AssertionError("the job ran")
+
+dag = DAG()
+source = dag.new_vertex(sys.argv[1], from_iterable(range(3)))
+step = dag.new_vertex("step", map(boom), local_parallelism=2)
+sink = dag.new_vertex("sink", collect())
+dag.edge(Edge.between(source, step).partitioned(str).distributed())
+dag.edge(Edge.between(step, sink).with_priority(1))
+run(dag)
+raise AssertionError("run() returned")
+"""
+
+
+@pytest.fixture
+def dag_job(tmp_path: Path) -> Path:
+    job = tmp_path / "job.py"
+    job.write_text(DAG_JOB)
+    return job
+
+
+def test_dag_prints_the_dag_as_text_without_running_the_job(
+    dag_job: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["dag", str(dag_job), "numbers"]) == 0  # the job file's own argument names a vertex
+    out = capsys.readouterr().out
+    assert out.splitlines() == [
+        "DAG: 3 vertices, 2 edges",
+        "vertices:",
+        "  numbers  lp default",
+        "  step     lp 2",
+        "  sink     lp default",
+        "edges:",
+        "  numbers -> step  (partitioned, distributed)",
+        "  step -> sink  (unicast, local, priority 1)",
+    ]
+
+
+def test_dag_prints_graphviz_dot_and_mermaid(dag_job: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["dag", "--format", "dot", str(dag_job), "numbers"]) == 0
+    dot = capsys.readouterr().out
+    assert dot.startswith("digraph DAG {") and dot.rstrip().endswith("}")
+    assert '"numbers" -> "step" [label="partitioned, distributed", style=bold];' in dot
+    assert '"step" [label="step\\nlp 2"];' in dot
+    assert main(["dag", "--format", "mermaid", str(dag_job), "numbers"]) == 0
+    mermaid = capsys.readouterr().out.splitlines()
+    assert mermaid[0] == "flowchart LR"
+    assert '  v0 ==>|"partitioned, distributed"| v1' in mermaid
+    assert '  v1 -->|"unicast, local, priority 1"| v2' in mermaid
+
+
+def test_dag_of_a_file_that_never_calls_run_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job = tmp_path / "nothing.py"
+    job.write_text("x = 1\n")
+    assert main(["dag", str(job)]) == 2
+    assert "ended without calling jetspark.api.run(dag)" in capsys.readouterr().err

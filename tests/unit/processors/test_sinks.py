@@ -289,3 +289,17 @@ def test_files_flushes_at_every_snapshot(tmp_path: Path) -> None:
         assert sum(lines_in(out).values()) == 100
     finally:
         job.cancel()
+
+
+def test_files_are_named_as_documented(tmp_path: Path) -> None:
+    """Issue 11: the docs said `<vertex>-<global index>.txt` while the files read `sink-00000.txt`;
+    the docs now give the five-digit form, and the names follow it for any vertex name."""
+    dag = DAG()
+    source = dag.new_vertex("source", P.from_iterable(range(20)), 3)
+    out = dag.new_vertex("out", P.files(str(tmp_path / "o")), 3)
+    dag.edge(Edge.between(source, out))
+    LocalRunner(2).run(dag, timeout=30)
+    assert sorted(p.name for p in (tmp_path / "o").glob("*.txt")) == [f"out-{i:05d}.txt" for i in range(6)]
+    docs = (Path(__file__).resolve().parents[3] / "docs" / "spark.md").read_text()
+    assert "`<vertex>-<global index:05d>.txt`: vertex `sink` writes `sink-00000.txt`" in docs
+    assert "<vertex>-<global index:05d>.txt`" in (P.files.__doc__ or "")

@@ -1,0 +1,106 @@
+"""The Starlette application: two pages, a JSON API, and the cancel / suspend / resume actions.
+
+Routes (a job is named by its number in the registry, nothing else is read from a request):
+
+- `GET /` the jobs list; `GET /jobs/{n}` one job; `GET /api/jobs`, `GET /api/jobs/{n}` as JSON;
+- `POST /jobs/{n}/cancel|suspend|resume` with the server's token (a form field or the
+  `X-Jetspark-Token` header), so that another web site open in the same browser cannot press the
+  buttons (a cross-site form post does not know the token). Requests whose `Host` is not the
+  server's own are refused (no DNS rebinding onto a loopback server).
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+from urllib.parse import parse_qs
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from jetspark.web.pages import job_page, jobs_page
+from jetspark.web.registry import JobRegistry, actions
+from jetspark.web.svg import dag_svg, plan_parallelism
+
+ACTIONS = ("cancel", "suspend", "resume")
+#: How long the suspend button waits for the terminal snapshot.
+SUSPEND_TIMEOUT = 120.0
+
+
+def create_app(registry: JobRegistry, allowed_hosts: list[str], token: str | None = None) -> Starlette:
+    """The application over `registry`; `allowed_hosts` as for Starlette's TrustedHostMiddleware."""
+    token = token or secrets.token_urlsafe(24)
+
+    def job_key(request: Request) -> int | None:
+        key: int = request.path_params["key"]
+        return key if registry.get(key) is not None else None
+
+    async def jobs(request: Request) -> Response:
+        return HTMLResponse(jobs_page([registry.summary(k) for k in registry.numbers()]))
+
+    async def jobs_json(request: Request) -> Response:
+        return JSONResponse([registry.summary(k) for k in registry.numbers()])
+
+    async def job(request: Request) -> Response:
+        key = job_key(request)
+        if key is None:
+            return PlainTextResponse("no such job", status_code=404)
+        details = await run_in_threadpool(registry.details, key)
+        handle = registry.get(key)
+        dag = getattr(handle, "dag", None)
+        svg = dag_svg(dag, plan_parallelism(handle)) if dag is not None else ""
+        return HTMLResponse(job_page(details, svg, token))
+
+    async def job_json(request: Request) -> Response:
+        key = job_key(request)
+        if key is None:
+            return JSONResponse({"error": "no such job"}, status_code=404)
+        return JSONResponse(await run_in_threadpool(registry.details, key))
+
+    async def act(request: Request) -> Response:
+        key = job_key(request)
+        action = request.path_params["action"]
+        if key is None or action not in ACTIONS:
+            return PlainTextResponse("no such job or action", status_code=404)
+        form = parse_qs((await request.body()).decode("utf-8", "replace"))  # urlencoded form
+        given = request.headers.get("x-jetspark-token") or next(iter(form.get("token", [])), "")
+        if not secrets.compare_digest(given.encode(), token.encode()):
+            return PlainTextResponse("missing or wrong token", status_code=403)
+        handle = registry.get(key)
+        assert handle is not None
+        if not actions(handle)[action]:
+            return PlainTextResponse(
+                f"job {handle.name!r} is {handle.status.value}: cannot {action}", status_code=409
+            )
+        try:
+            await run_in_threadpool(_perform, handle, action)
+        except Exception as error:  # shown to the person who pressed the button
+            return PlainTextResponse(f"{action} failed: {type(error).__name__}: {error}", status_code=409)
+        return RedirectResponse(f"/jobs/{key}", status_code=303)
+
+    routes = [
+        Route("/", jobs),
+        Route("/jobs/{key:int}", job),
+        Route("/api/jobs", jobs_json),
+        Route("/api/jobs/{key:int}", job_json),
+        Route("/jobs/{key:int}/{action:str}", act, methods=["POST"]),
+    ]
+    app = Starlette(
+        routes=routes, middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts)]
+    )
+    app.state.token = token
+    return app
+
+
+def _perform(job: Any, action: str) -> None:
+    if action == "cancel":
+        job.cancel()
+    elif action == "suspend":
+        job.suspend(timeout=SUSPEND_TIMEOUT)
+    else:
+        job.resume()

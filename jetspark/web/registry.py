@@ -1,0 +1,239 @@
+"""The jobs the web UI shows, and what it shows of each: plain dicts read from the job handles.
+
+The registry holds the driver's jobs (every job handle created while it observes, plus any added
+by hand), numbered from 1 in order of submission; pages and API calls name a job by that number
+only. What a page shows comes from the handle itself: `status`, `metrics()` (per vertex items
+received and emitted, and the gauges `queued` and `input_watermark`: the items in its inbound
+queues and the last watermark its processors accepted, the lowest of them), the plan's
+parallelism, the job's last snapshots, and on Spark the stage progress and the Spark UI links.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from typing import Any
+
+from jetspark.planning.pictures import edge_label
+from jetspark.runners.job import JobHandle, JobStatus, observe_jobs
+
+#: Jobs kept; the oldest ended ones go first.
+MAX_JOBS = 200
+#: A rate is measured over at least this many seconds.
+RATE_WINDOW = 0.5
+
+
+class JobRegistry:
+    """Numbered job handles, and the last figures of each (for rates)."""
+
+    def __init__(self, observe: bool = True) -> None:
+        self._lock = threading.Lock()
+        self._jobs: OrderedDict[int, JobHandle] = OrderedDict()
+        self._next = 1
+        self._samples: dict[int, tuple[float, dict[str, dict[str, int]]]] = {}
+        self._rates: dict[int, dict[str, tuple[float, float]]] = {}
+        self._unobserve = observe_jobs(self.add) if observe else None
+
+    def close(self) -> None:
+        if self._unobserve is not None:
+            self._unobserve()
+            self._unobserve = None
+
+    def add(self, job: JobHandle) -> int:
+        """Register `job` (once); returns its number."""
+        with self._lock:
+            for key, known in self._jobs.items():
+                if known is job:
+                    return key
+            key = self._next
+            self._next += 1
+            self._jobs[key] = job
+            while len(self._jobs) > MAX_JOBS:
+                oldest = next((k for k, j in self._jobs.items() if j._finished.is_set()), None)
+                if oldest is None:
+                    break
+                del self._jobs[oldest]
+            return key
+
+    def get(self, key: int) -> JobHandle | None:
+        with self._lock:
+            return self._jobs.get(key)
+
+    def numbers(self) -> list[int]:
+        with self._lock:
+            return [k for k, job in self._jobs.items() if job.status is not JobStatus.NOT_STARTED]
+
+    # ---- what a page shows ----------------------------------------------------------------
+
+    def summary(self, key: int) -> dict[str, Any]:
+        """The jobs list's row: id, name, state, runner, start time, duration."""
+        job = self._jobs[key]
+        ended = job.ended_at
+        end = ended if ended is not None and job._finished.is_set() else time.time()
+        return {
+            "key": key,
+            "id": str(getattr(job, "job_id", "")),
+            "name": job.name,
+            "state": job.status.value,
+            "runner": _runner_name(job),
+            "members": getattr(job, "member_count", None),
+            "submitted": job.submitted_at,
+            "submitted_text": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(job.submitted_at)),
+            "duration": round(max(end - job.submitted_at, 0.0), 3),
+            "error": _error_text(job),
+        }
+
+    def details(self, key: int) -> dict[str, Any]:
+        """The job page: the summary, vertices with figures, edges, actions, Spark links."""
+        job = self._jobs[key]
+        out = self.summary(key)
+        metrics = job.metrics()  # type: ignore[attr-defined]
+        out["live"] = not metrics and hasattr(job, "live_metrics")
+        if out["live"]:  # a running Spark job: the counts its tasks last reported
+            metrics = _call(job, "live_metrics", {})
+        rates = self._update_rates(key, metrics)
+        plan = getattr(job, "plan", None)
+        dag = getattr(job, "dag", None)
+        vertices = []
+        for vertex in dag if dag is not None else ():
+            figures = metrics.get(vertex.name)
+            planned = plan.vertices.get(vertex.name) if plan is not None else None
+            rate_in, rate_out = rates.get(vertex.name, (0.0, 0.0))
+            vertices.append(
+                {
+                    "name": vertex.name,
+                    "parallelism": planned.local_parallelism if planned is not None else None,
+                    "received": None if figures is None else figures.get("received", 0),
+                    "emitted": None if figures is None else figures.get("emitted", 0),
+                    "queued": None if figures is None else figures.get("queued"),
+                    "watermark": None if figures is None else figures.get("input_watermark"),
+                    "rate_in": round(rate_in, 1),
+                    "rate_out": round(rate_out, 1),
+                }
+            )
+        edges = []
+        for edge in dag.edges if dag is not None else ():
+            assert edge.destination is not None
+            edges.append(
+                {
+                    "source": edge.source.name,
+                    "destination": edge.destination.name,
+                    "routing": edge.routing.value,
+                    "distributed": edge.is_distributed,
+                    "priority": edge.priority,
+                    "label": edge_label(edge),
+                }
+            )
+        out["vertices"] = vertices
+        out["edges"] = edges
+        out["actions"] = actions(job)
+        out["snapshots"] = _snapshots(job)
+        out["snapshot_list"] = committed_snapshots(job)
+        out["has_snapshots"] = bool(getattr(getattr(job, "config", None), "snapshots_enabled", False))
+        out["spark_stages"] = _call(job, "spark_stages", [])
+        out["spark_ui"] = _call(job, "spark_ui_url", None)
+        out["spark_links"] = [{"label": lbl, "url": url} for lbl, url in _call(job, "spark_ui_links", [])]
+        return out
+
+    def _update_rates(self, key: int, metrics: dict[str, dict[str, int]]) -> dict[str, tuple[float, float]]:
+        """Items per second in and out since the previous sample at least RATE_WINDOW old."""
+        now = time.monotonic()
+        with self._lock:
+            previous = self._samples.get(key)
+            if previous is None:
+                self._samples[key] = (now, metrics)
+                return self._rates.get(key, {})
+            then, before = previous
+            if now - then < RATE_WINDOW:
+                return self._rates.get(key, {})
+            rates = {}
+            for vertex, figures in metrics.items():
+                was = before.get(vertex, {})
+                rates[vertex] = (
+                    max(figures.get("received", 0) - was.get("received", 0), 0) / (now - then),
+                    max(figures.get("emitted", 0) - was.get("emitted", 0), 0) / (now - then),
+                )
+            self._samples[key] = (now, metrics)
+            self._rates[key] = rates
+            return rates
+
+
+def actions(job: JobHandle) -> dict[str, bool]:
+    """Which buttons work now: cancel a running or suspended job; suspend a running job that takes
+    snapshots; resume a suspended one."""
+    status = job.status
+    config = getattr(job, "config", None)
+    snapshots = bool(getattr(config, "snapshots_enabled", False))
+    return {
+        "cancel": status in (JobStatus.RUNNING, JobStatus.SUSPENDED),
+        "suspend": status is JobStatus.RUNNING and snapshots and hasattr(job, "suspend"),
+        "resume": status is JobStatus.SUSPENDED and hasattr(job, "resume"),
+    }
+
+
+def _runner_name(job: JobHandle) -> str:
+    kind = type(job).__name__
+    return {"LocalJob": "local", "SparkJob": "spark", "EpochJob": "spark (epochs)"}.get(kind, kind)
+
+
+def _error_text(job: JobHandle) -> str | None:
+    if job.error is None:
+        return None
+    return f"{type(job.error).__name__}: {job.error}"
+
+
+#: Committed snapshots listed on a job page, newest first.
+MAX_SNAPSHOTS = 10
+
+
+def committed_snapshots(job: JobHandle) -> list[dict[str, Any]]:
+    """The job's last snapshots, newest first: id, time, and where known the duration (local
+    runner), the entries (local runner) and the bytes and files of the checkpoint store's copy."""
+    history = {h["id"]: h for h in getattr(job, "snapshot_history", ())}
+    stored: dict[int, Any] = {}
+    store = getattr(job, "store", None)
+    if store is not None:
+        try:
+            for snapshot_id in store.committed_ids()[:MAX_SNAPSHOTS]:
+                stored[snapshot_id] = store.load_manifest(store.snapshot_dir(snapshot_id))
+        except Exception:  # retention removed one meanwhile, or the job discarded them at its end
+            pass
+    out = []
+    for snapshot_id in sorted(set(history) | set(stored), reverse=True)[:MAX_SNAPSHOTS]:
+        taken, manifest = history.get(snapshot_id, {}), stored.get(snapshot_id)
+        created = manifest.created if manifest is not None else taken["created"]
+        out.append(
+            {
+                "id": snapshot_id,
+                "created": created,
+                "created_text": time.strftime("%H:%M:%S", time.localtime(created)),
+                "duration_ms": round(taken["duration"] * 1000, 1) if "duration" in taken else None,
+                "entries": taken.get("entries"),
+                "bytes": manifest.total_bytes if manifest is not None else None,
+                "files": len(manifest.files) if manifest is not None else None,
+            }
+        )
+    return out
+
+
+def _snapshots(job: JobHandle) -> dict[str, Any]:
+    """Snapshot counts the handle keeps."""
+    out: dict[str, Any] = {}
+    for attribute in ("snapshot_count", "epochs_committed", "epochs_aborted"):
+        if hasattr(job, attribute):
+            out[attribute] = getattr(job, attribute)
+    last = getattr(job, "last_snapshot", None)
+    if last is not None:
+        out["last_snapshot_id"] = last.snapshot_id
+    return out
+
+
+def _call(job: JobHandle, method: str, default: Any) -> Any:
+    found = getattr(job, method, None)
+    if found is None:
+        return default
+    try:
+        return found()
+    except Exception:  # the Spark session is stopping: show nothing rather than fail the page
+        return default

@@ -1,0 +1,158 @@
+"""`jetspark run --ui` as a person uses it: start the job, open the address the command prints in
+a browser, watch the figures, press cancel; on Spark, follow the link to Spark's own UI."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.gates import Gate
+from tests.web.browser import wait_for_figure, wait_for_state
+
+ROOT = Path(__file__).resolve().parents[2]
+JOB = Path(__file__).with_name("gated_job.py")
+
+
+class Command:
+    """`jetspark ...` in a subprocess, its standard output and error read together (spark-submit
+    pipes its Python driver's error stream into its output); `url` is the web UI address printed."""
+
+    def __init__(self, *args: str) -> None:
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "SPARK_LOCAL_IP": "127.0.0.1"}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "jetspark.cli.main", *args],
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+        )
+        self.output: list[str] = []
+        self._url = threading.Event()
+        self.url = ""
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.output.append(line)
+            found = re.search(r"web UI at (http://\S+)", line)
+            if found and not self.url:
+                self.url = found.group(1)
+                self._url.set()
+
+    def wait_for_url(self, timeout: float) -> str:
+        assert self._url.wait(timeout), "".join(self.output)
+        return self.url
+
+    def finish(self, timeout: float) -> tuple[int, str]:
+        """Exit code and everything printed."""
+        self.process.wait(timeout)
+        self._reader.join(10)
+        return self.process.returncode, "".join(self.output)
+
+
+@pytest.fixture
+def start() -> Iterator[Callable[..., Command]]:
+    """`start(*args)` runs `jetspark *args`; whatever still runs at the end of the test is killed."""
+    started: list[Command] = []
+
+    def run(*args: str) -> Command:
+        started.append(Command(*args))
+        return started[-1]
+
+    yield run
+    for each in started:
+        if each.process.poll() is None:
+            each.process.kill()
+            each.process.wait(30)
+
+
+def on_spark(test: Callable[..., None]) -> Callable[..., None]:
+    """A test that starts a Spark driver of its own: marked spark and slow, with 300 s."""
+    marked: Callable[..., None] = pytest.mark.spark(pytest.mark.slow(pytest.mark.timeout(300)(test)))
+    return marked
+
+
+def open_the_job(page: Any, url: str, name: str, timeout: float = 30) -> None:
+    """Open the jobs list and, once the job is in it (the list refreshes itself), its page."""
+    page.goto(url)
+    page.locator("#jobs a", has_text=name).click(timeout=timeout * 1000)
+    page.wait_for_selector("svg.dag")
+
+
+def test_run_local_with_ui_then_cancel_in_the_browser(
+    page: Any, tmp_path: Path, start: Callable[..., Command]
+) -> None:
+    gate = Gate(tmp_path / "gate", hold_at=200)
+    run = start("run", "--local", "--quiet", "--ui", "--ui-port", "0", str(JOB), gate.path, "watched")
+    url = run.wait_for_url(60)
+    assert url.startswith("http://127.0.0.1:")
+    open_the_job(page, url, "watched")
+    wait_for_figure(page, "numbers", "emitted", "200")
+    page.locator("#cancel").click()
+    wait_for_state(page, "cancelled")
+    code, out = run.finish(60)
+    assert code == 1 and "job 'watched' was cancelled" in out and "Traceback" not in out, out
+    assert "watched: [" not in out  # the job file did not go on as if the job had completed
+
+
+@on_spark
+def test_run_on_spark_with_ui_links_to_the_spark_ui_and_cancels(
+    page: Any, tmp_path: Path, start: Callable[..., Command]
+) -> None:
+    gate = Gate(tmp_path / "gate", hold_at=300)
+    run = start(
+        "run", "--master", "local[1]", "--quiet", "--ui", "--ui-port", "0", str(JOB), gate.path, "sparked"
+    )
+    open_the_job(page, run.wait_for_url(240), "sparked", timeout=200)  # after Spark has started
+    wait_for_state(page, "running")
+    page.wait_for_selector("#spark-links a", timeout=120_000)
+    link = page.locator("#spark-links a").first
+    spark_job = link.get_attribute("href")
+    assert spark_job is not None and re.search(r"/jobs/job/\?id=\d+$", spark_job), spark_job
+    page.wait_for_selector("#stages tr")  # the Spark stages with their task counts
+    spark_page = page.context.new_page()
+    spark_page.goto(spark_job)
+    assert "jetspark job sparked" in spark_page.content()  # Spark's page of this job's Spark job
+    spark_page.close()
+    page.locator("#cancel").click()
+    wait_for_state(page, "cancelled", timeout=120)
+    code, out = run.finish(120)
+    assert code == 1 and "job 'sparked' was cancelled" in out, out
+
+
+@on_spark
+def test_submit_with_ui_serves_the_job_run_by_spark_submit(
+    page: Any, tmp_path: Path, start: Callable[..., Command]
+) -> None:
+    gate = Gate(tmp_path / "gate", hold_at=100)
+    submit = start(
+        "submit",
+        "--quiet",
+        "--ui",
+        "--ui-port",
+        "0",
+        "--master",
+        "local[1]",
+        str(JOB),
+        gate.path,
+        "submitted",
+    )
+    open_the_job(page, submit.wait_for_url(240), "submitted", timeout=200)
+    wait_for_state(page, "running")
+    gate.open()  # the job completes; the page shows it before the driver exits (the UI lingers)
+    wait_for_state(page, "completed", timeout=120)
+    assert page.locator('tr[data-vertex="sink"] [data-field="received"]').inner_text() == "10"
+    code, out = submit.finish(120)
+    assert code == 0 and "submitted: [(0, 100), (1, 100)" in out, out
