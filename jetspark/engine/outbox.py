@@ -160,8 +160,9 @@ class OutboxImpl(Outbox):
             self._check_reoffer(None, items)
         if len(items) > self.room(ordinal):
             return False
-        kinds = set(map(type, items))  # C speed, and no __eq__ of the items is called
-        if _NONE_TYPE in kinds or Watermark in kinds:
+        # A range holds ints only; anything else is checked at C speed, calling no item's __eq__.
+        if items.__class__ is not range and not _NOT_PLAIN.isdisjoint(map(type, items)):
+            kinds = set(map(type, items))
             raise ProcessorContractError(
                 f"{self.owner}: offer_batch() got {'None' if _NONE_TYPE in kinds else 'a Watermark'} among its "
                 "items; items must not be None, and watermarks go through offer()"

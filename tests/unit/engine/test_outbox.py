@@ -819,3 +819,22 @@ class Frozen:
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Frozen) and other.parts == self.parts
+
+
+@pytest.mark.parametrize(
+    ("items", "named"),
+    [([1, None], "None"), ((2, Watermark(5)), "a Watermark"), ([None, Watermark(1)], "None")],
+)
+def test_offer_batch_names_what_it_refuses_and_takes_nothing(items: Any, named: str) -> None:
+    outbox, _ = outbox_to([10], batch_size=10)
+    with pytest.raises(ProcessorContractError, match=f"offer_batch\\(\\) got {named} among its items"):
+        outbox.offer_batch(items)
+    assert outbox.buffered() == 0
+
+
+def test_offer_batch_takes_a_range_whole() -> None:
+    """A range can hold nothing but ints, so it skips the per-item check; it is taken as its ints."""
+    outbox, (queue,) = outbox_to([10], batch_size=10)
+    assert outbox.offer_batch(range(3, 9, 2))
+    outbox.flush()
+    assert drain(queue) == [3, 5, 7]
