@@ -392,7 +392,7 @@ class _SlidingWindowP(_WindowP):
                 frame = frames[frame_end] = {}
             current = frame.get(key, _MISSING)
             frame[key] = acc if current is _MISSING else combine(current, acc)
-        inbox.drain(_ignore)
+        _discard_all(inbox)
 
     def _accumulate_items(self, inbox: Inbox) -> None:
         """The hot loop: frame and lateness inline, the frame looked up only when it changes,
@@ -430,7 +430,7 @@ class _SlidingWindowP(_WindowP):
                 acc = frame.get(key, _MISSING)
                 frame[key] = accumulate(create() if acc is _MISSING else acc, item)
         self._late += late
-        inbox.drain(_ignore)
+        _discard_all(inbox)
 
 
 class _FrameAccumulatorP(_SlidingWindowP):
@@ -440,8 +440,9 @@ class _FrameAccumulatorP(_SlidingWindowP):
         return FrameEntry(end, key, acc)
 
 
-def _ignore(_item: Any) -> None:
-    return None
+def _discard_all(inbox: Inbox) -> None:
+    """Empty an inbox whose items were all handled: one C-level copy, not a call per item."""
+    inbox.drain_to([])
 
 
 def _check_window_args(factory: str, early_results_millis: int) -> None:
