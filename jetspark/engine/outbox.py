@@ -149,9 +149,12 @@ class OutboxImpl(Outbox):
         if self._slow:
             return 0
         if ordinal == -1:
-            if not self.buffers:
+            buffers = self.buffers
+            if len(buffers) == 1:  # the common case, asked once per item by some processors
+                return self.batch_size - len(self._buffer0)
+            if not buffers:
                 return self.batch_size
-            return self.batch_size - max(len(buffer) for buffer in self.buffers)
+            return self.batch_size - max(map(len, buffers))
         self._check_ordinal(ordinal)
         return self.batch_size - len(self.buffers[ordinal])
 
