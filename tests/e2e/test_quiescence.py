@@ -138,9 +138,14 @@ def test_the_check_can_be_turned_off() -> None:
     job = LocalRunner().submit(
         pipeline(NeverCompletes), JobConfig(name="patient", quiescence_timeout_seconds=None)
     )
-    time.sleep(0.8)
-    assert job.status is JobStatus.RUNNING
-    job.cancel()
+    try:
+        wait_until(lambda: job._execution is not None, "the execution to start")
+        assert job._execution is not None
+        assert job._execution._quiescence_timeout is None  # not the 60 s default: no check at all
+        time.sleep(0.8)
+        assert job.status is JobStatus.RUNNING
+    finally:
+        job.cancel()
 
 
 @pytest.mark.parametrize("bad", [0, -1, "1", True])
