@@ -54,16 +54,9 @@ def split_words(line: str) -> list[str]:
 
 
 def p1_builtins(runner: SparkRunner, n: int) -> dict[str, int]:
-    """One vertex per step; the planner fuses map and filter into the aggregation's first stage."""
-    dag = DAG()
-    source = dag.new_vertex("source", P.from_iterable(range(n)))
-    doubled = dag.new_vertex("double", P.map(double))
-    kept = dag.new_vertex("filter", P.filter(not_divisible_by_3))
-    dag.edge(Edge.between(source, doubled)).edge(Edge.between(doubled, kept))
-    counted = P.aggregate_by_key(dag, "count", kept, key_of, P.counting())
-    sink = dag.new_vertex("sink", P.collect())
-    dag.edge(Edge.between(counted, sink))
-    return dict(runner.run(dag, JobConfig(name="p1", member_count=MEMBERS)).result("sink"))
+    """One vertex per step (the local benchmark's DAG); the planner fuses map and filter into the
+    aggregation's first stage."""
+    return dict(runner.run(p1_local.p1_dag(n), JobConfig(name="p1", member_count=MEMBERS)).result("sink"))
 
 
 def p1_user(runner: SparkRunner, n: int) -> dict[str, int]:
