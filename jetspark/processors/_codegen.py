@@ -11,6 +11,8 @@ any other values are passed in as the function's globals, never as text.
 
 from __future__ import annotations
 
+import hashlib
+import linecache
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal, TypeAlias
 
@@ -36,8 +38,10 @@ def compile_chain(
     scope: dict[str, Any] = dict(namespace or {})
     lines = list(header)
     depth = _indent(header[-1]) // 4 + 1
+    step_names = []
     for index, (kind, fn) in enumerate(steps):
         name = f"_step{index}"
+        step_names.append(getattr(fn, "__name__", type(fn).__name__))
         scope[name] = fn
         pad = "    " * depth
         if kind == "map":
@@ -52,8 +56,9 @@ def compile_chain(
     pad = "    " * depth
     lines += [pad + line for line in innermost]
     lines += list(footer)
-    exec("\n".join(lines), scope)
     function_name = header[0].split()[1].split("(")[0]
+    source = "\n".join(lines) + "\n"
+    exec(compile(source, _register_source(function_name, ", ".join(step_names), source), "exec"), scope)
     compiled: Callable[..., Any] = scope[function_name]
     return compiled
 
@@ -74,3 +79,13 @@ def checked_steps(steps: Iterable[Step], owner: str) -> tuple[Step, ...]:
         if not callable(fn):
             raise TypeError(f"{owner}: step {index} ({kind}) needs a callable, got {fn!r}")
     return checked
+
+
+def _register_source(function_name: str, steps: str, source: str) -> str:
+    """A file name for generated code that says what it runs, with its source in `linecache`, so a
+    traceback through it shows the generated line (`item = _step0(item)`) instead of nothing."""
+    digest = hashlib.blake2s(source.encode(), digest_size=4).hexdigest()
+    filename = f"<jetspark generated {function_name}({steps}) {digest}>"
+    # an entry whose mtime is None is never dropped by linecache.checkcache()
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    return filename

@@ -46,6 +46,7 @@ from jetspark.processors.sinks import FilesSink
 from jetspark.runners.job import JobHandle, JobStatus
 from jetspark.runners.member import PENDING_FIGURES
 from jetspark.runners.output import OutputCommitter
+from jetspark.runners.pickling import dumps_keeping_source
 from jetspark.runners.spark import adaptive
 from jetspark.runners.spark.adaptive import StageDecision
 from jetspark.runners.spark.failures import decode_failure
@@ -55,7 +56,6 @@ from jetspark.runners.spark.records import (
     DriverReports,
     Record,
     addressed_to,
-    dumps,
 )
 from jetspark.runners.spark.session import call_site, get_session, log_task_failures_once
 from jetspark.runners.spark.shipping import check_picklable
@@ -442,7 +442,7 @@ class SparkRunner:
             rdd_sources,
             live.address if live else None,
         )
-        spec_bytes = dumps(spec)
+        spec_bytes = dumps_keeping_source(spec)  # executors' tracebacks show the user's file
         name = config.name or f"job-{job_id}"
         if store is not None:
             from jetspark.runners.spark.epochs import EpochJob
