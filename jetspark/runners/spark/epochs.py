@@ -21,9 +21,9 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from typing import Any
+from typing import Any, TypeVar
 
-from jetspark.checkpoint import CheckpointStore, Manifest
+from jetspark.checkpoint import CheckpointStore, CorruptSnapshotError, Manifest
 from jetspark.checkpoint.store import SnapshotFile
 from jetspark.core.config import ProcessingGuarantee
 from jetspark.core.errors import JobFailedError, ProcessorContractError
@@ -60,6 +60,8 @@ class EpochJob(SparkJob):
         self.initial_dir: str | None = None
         self.initial_id = -1
         self._completed: set[tuple[str, int]] = set()
+        #: Check every file's checksum before the next epoch (after one found a damaged file).
+        self._verify = False
 
     def start_from(self, initial: Manifest | None) -> EpochJob:
         """Start; a job with no committed snapshot of its own starts from `initial` (an export)."""
@@ -150,7 +152,8 @@ class EpochJob(SparkJob):
                 self._commit_only()
                 return JobStatus.CANCELLED if request == "cancel" else JobStatus.SUSPENDED
             self._request = None
-            manifest = self.store.latest(fallback=not self._exactly_once)
+            manifest = self.store.latest(fallback=not self._exactly_once, verify=self._verify)
+            self._verify = False
             restore_dir: str | None
             if manifest is not None:
                 restore_dir, restore_id = manifest.directory, manifest.snapshot_id
@@ -190,6 +193,10 @@ class EpochJob(SparkJob):
                 cause = EpochAbortedError(f"job {self.name!r}: {outcome.abort}")
             if _not_restartable(cause):
                 raise cause
+            damage = _corruption(cause)
+            if damage is not None and self._exactly_once:
+                raise self._corrupt(epoch, damage, cause)
+            self._verify = damage is not None  # the next restore falls back past the damage
             restarts += 1
             self.epochs_aborted += 1
             self.last_abort = str(cause)
@@ -212,6 +219,17 @@ class EpochJob(SparkJob):
             f"job {self.name!r}: epoch {epoch} aborted {self.max_restarts + 1} times in a row; last cause: {error}"
         )
         failed.__cause__ = error
+        return failed
+
+    def _corrupt(self, epoch: int, damage: CorruptSnapshotError, cause: BaseException) -> JobFailedError:
+        """An EXACTLY_ONCE job stops at a damaged snapshot file: an older snapshot would replay
+        items whose output its sinks may have committed already."""
+        failed = JobFailedError(
+            f"job {self.name!r}: epoch {epoch} cannot restore: {damage}; an EXACTLY_ONCE job does not "
+            "fall back to an older snapshot (its sinks may have committed output after it): put the "
+            "file back, or start the job over (JobConfig.start_over)"
+        )
+        failed.__cause__ = cause
         return failed
 
     def _spec(
@@ -315,11 +333,24 @@ class EpochJob(SparkJob):
         return self.config.checkpoint_root
 
 
-def _not_restartable(error: BaseException) -> bool:
-    """A broken contract fails the job at once: running it again cannot help."""
+E = TypeVar("E", bound=BaseException)
+
+
+def _in_chain(error: BaseException, kind: type[E]) -> E | None:
+    """The first exception of `kind` in `error`'s chain of causes."""
     seen: BaseException | None = error
     while seen is not None:
-        if isinstance(seen, ProcessorContractError):
-            return True
+        if isinstance(seen, kind):
+            return seen
         seen = seen.__cause__
-    return False
+    return None
+
+
+def _corruption(error: BaseException) -> CorruptSnapshotError | None:
+    """The damaged snapshot file behind `error`, if that is what failed the epoch."""
+    return _in_chain(error, CorruptSnapshotError)
+
+
+def _not_restartable(error: BaseException) -> bool:
+    """A broken contract fails the job at once: running it again cannot help."""
+    return _in_chain(error, ProcessorContractError) is not None

@@ -531,7 +531,10 @@ class SparkRunner:
         from jetspark.checkpoint import CheckpointStore
 
         store = CheckpointStore(config.checkpoint_root, config.name, retain=config.snapshots_retained)
-        latest = store.latest(fallback=config.processing_guarantee is not ProcessingGuarantee.EXACTLY_ONCE)
+        # every file a restore reads is checked now, contents too: damage stops the submit, naming it
+        latest = store.latest(
+            fallback=config.processing_guarantee is not ProcessingGuarantee.EXACTLY_ONCE, verify=True
+        )
         if latest is not None:
             _log.info("job %r resumes from its committed snapshot %d", config.name, latest.snapshot_id)
             return store, None, str(latest.extra.get("job_id", job_id))
