@@ -2,7 +2,9 @@
 
 Layout under the root::
 
+    <job>/JOB                            the job's durable identity (`job_record.py`): id, owning run, completed
     <job>/LATEST                         which snapshot is committed last, and its manifest's checksum
+    <job>/runs/<run>/...                 claim markers of the tasks of one run of an epoch (Spark)
     <job>/snapshots/<id>/manifest.json   the files of snapshot <id>, their segments and checksums
     <job>/snapshots/<id>/<file>.snap     entries grouped by partition (`entries.py`)
     exported/<name>/...                  a named snapshot (`export`), usable by any job
@@ -35,6 +37,7 @@ from jetspark.checkpoint.entries import (
     encode,
     wanted_ranges,
 )
+from jetspark.checkpoint.job_record import JobRecord
 
 FORMAT = 1
 _log = logging.getLogger("jetspark.checkpoint")
@@ -188,6 +191,40 @@ class CheckpointStore:
     def discard(self) -> None:
         """Delete the job's directory (every snapshot and LATEST); exported snapshots stay."""
         self._remove(self.job_dir)
+
+    # ---- the job's record ------------------------------------------------------------------
+
+    @property
+    def record_path(self) -> str:
+        return f"{self.job_dir}/JOB"
+
+    def read_record(self) -> JobRecord | None:
+        """The job's record (`job_record.py`); None before the job's first submit."""
+        try:
+            raw = self.fs.cat_file(self.record_path)
+        except FileNotFoundError:
+            return None
+        try:
+            return JobRecord.from_json(raw)
+        except (ValueError, KeyError, TypeError) as error:
+            raise CorruptSnapshotError(self.record_path, f"cannot be read ({error})") from error
+
+    def write_record(self, record: JobRecord) -> None:
+        self._replace(self.record_path, record.to_json())
+
+    def finish(self, record: JobRecord) -> None:
+        """The job completed: mark its record so (first: a death after it still says completed),
+        then delete its snapshots, `LATEST` and run markers; the record stays."""
+        self.write_record(record)
+        for path in (f"{self.job_dir}/LATEST", f"{self.job_dir}/runs", f"{self.job_dir}/snapshots"):
+            self._remove(path)
+
+    def forget_runs(self) -> None:
+        """Delete the claim markers of earlier runs and temporary files a dead driver left."""
+        self._remove(f"{self.job_dir}/runs")
+        for path in self.fs.ls(self.job_dir, detail=False):
+            if ".tmp-" in path.rstrip("/").rsplit("/", 1)[-1]:
+                self._remove(path)
 
     def export(self, manifest: Manifest, name: str) -> Manifest:
         """Copy a snapshot to `exported/<name>` (replacing an older one of that name)."""
