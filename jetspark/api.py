@@ -12,7 +12,8 @@ session spark-submit configured). The runner comes from the environment:
 The `jetspark` command sets two more variables that `run` reads: `JETSPARK_PROGRESS` (`auto`:
 a progress display on standard error when it is a terminal; `always`: also when it is not, for
 `jetspark submit`, whose job runs behind spark-submit's pipe; unset or `off`: none) and
-`JETSPARK_UI` (`host:port`: serve the web UI of this driver's jobs there, `jetspark.web`).
+`JETSPARK_UI` (`host:port`: serve the web UI of this driver's jobs there, `jetspark.web`);
+`--start-over` sets `JETSPARK_START_OVER=1`, which turns on `JobConfig.start_over`.
 `jetspark dag` runs a job file with `capturing_dag()`, in which `run` hands back the DAG instead
 of running it.
 """
@@ -25,6 +26,8 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
+import attrs
+
 from jetspark.core.config import JobConfig
 from jetspark.core.dag import DAG
 from jetspark.core.errors import JetsparkError
@@ -34,6 +37,8 @@ PROGRESS_ENV = "JETSPARK_PROGRESS"
 UI_ENV = "JETSPARK_UI"  # the same name as jetspark.runners.spark.session.UI_ENV
 #: Set (to 1) by `--ui-keep`: the web UI serves on after the job file ends, until Ctrl-C.
 UI_KEEP_ENV = "JETSPARK_UI_KEEP"
+#: Set (to 1) by `--start-over`: `run` sets `JobConfig.start_over` (a completed job runs again).
+START_OVER_ENV = "JETSPARK_START_OVER"
 
 
 class WebUIError(JetsparkError):
@@ -87,6 +92,8 @@ def run(dag: DAG, config: JobConfig | None = None, runner: Any = None, timeout: 
     (`JobFailedError` naming the vertex and processor).
     """
     config = config or JobConfig()
+    if os.environ.get(START_OVER_ENV) == "1" and not config.start_over:
+        config = attrs.evolve(config, start_over=True)
     if _capturing:
         raise DagCaptured(dag, config)
     ui = os.environ.get(UI_ENV, "").strip()

@@ -31,6 +31,11 @@ class CorruptSnapshotError(Exception):
     def __init__(self, path: str, problem: str) -> None:
         super().__init__(f"snapshot file {path}: {problem}")
         self.path = path
+        self.problem = problem
+
+    def __reduce__(self) -> tuple[type[CorruptSnapshotError], tuple[str, str]]:
+        # pickled with its two arguments: a Spark task's error reaches the driver as itself
+        return (type(self), (self.path, self.problem))
 
 
 @attrs.frozen

@@ -2,7 +2,9 @@
 
 Layout under the root::
 
+    <job>/JOB                            the job's durable identity (`job_record.py`): id, owning run, completed
     <job>/LATEST                         which snapshot is committed last, and its manifest's checksum
+    <job>/runs/<run>/...                 claim markers of the tasks of one run of an epoch (Spark)
     <job>/snapshots/<id>/manifest.json   the files of snapshot <id>, their segments and checksums
     <job>/snapshots/<id>/<file>.snap     entries grouped by partition (`entries.py`)
     exported/<name>/...                  a named snapshot (`export`), usable by any job
@@ -35,6 +37,7 @@ from jetspark.checkpoint.entries import (
     encode,
     wanted_ranges,
 )
+from jetspark.checkpoint.job_record import JobRecord
 
 FORMAT = 1
 _log = logging.getLogger("jetspark.checkpoint")
@@ -131,6 +134,7 @@ class CheckpointStore:
         self.retain = retain
         self.job_dir = f"{self.root}/{job}"
         self.fs.makedirs(f"{self.job_dir}/snapshots", exist_ok=True)
+        self._tidy = tidy
         if tidy:
             self._drop_uncommitted()
 
@@ -188,6 +192,40 @@ class CheckpointStore:
         """Delete the job's directory (every snapshot and LATEST); exported snapshots stay."""
         self._remove(self.job_dir)
 
+    # ---- the job's record ------------------------------------------------------------------
+
+    @property
+    def record_path(self) -> str:
+        return f"{self.job_dir}/JOB"
+
+    def read_record(self) -> JobRecord | None:
+        """The job's record (`job_record.py`); None before the job's first submit."""
+        try:
+            raw = self.fs.cat_file(self.record_path)
+        except FileNotFoundError:
+            return None
+        try:
+            return JobRecord.from_json(raw)
+        except (ValueError, KeyError, TypeError) as error:
+            raise CorruptSnapshotError(self.record_path, f"cannot be read ({error})") from error
+
+    def write_record(self, record: JobRecord) -> None:
+        self._replace(self.record_path, record.to_json())
+
+    def finish(self, record: JobRecord) -> None:
+        """The job completed: mark its record so (first: a death after it still says completed),
+        then delete its snapshots, `LATEST` and run markers; the record stays."""
+        self.write_record(record)
+        for path in (f"{self.job_dir}/LATEST", f"{self.job_dir}/runs", f"{self.job_dir}/snapshots"):
+            self._remove(path)
+
+    def forget_runs(self) -> None:
+        """Delete the claim markers of earlier runs and temporary files a dead driver left."""
+        self._remove(f"{self.job_dir}/runs")
+        for path in self.fs.ls(self.job_dir, detail=False):
+            if ".tmp-" in path.rstrip("/").rsplit("/", 1)[-1]:
+                self._remove(path)
+
     def export(self, manifest: Manifest, name: str) -> Manifest:
         """Copy a snapshot to `exported/<name>` (replacing an older one of that name)."""
         target = f"{self.root}/exported/{check_name('snapshot', name)}"
@@ -214,12 +252,15 @@ class CheckpointStore:
             return []
         return [i for i in self._snapshot_ids() if i <= latest][::-1]
 
-    def latest(self, fallback: bool = False) -> Manifest | None:
+    def latest(self, fallback: bool = False, verify: bool = False) -> Manifest | None:
         """The last committed snapshot, checked; None if the job has none.
 
         A missing, truncated or corrupt manifest or file raises `CorruptSnapshotError` naming it,
         or with `fallback`, moves on to the previous committed snapshot (and raises only when none
-        is intact).
+        is intact); a store that tidies (the committer's) then moves `LATEST` back to that snapshot
+        and deletes the damaged newer ones, so that the next commit continues from it. With
+        `verify`, every file's contents are checked against its SHA-256 too (a flipped bit keeps
+        the size): what a restore reads is known to be intact before anything runs.
         """
         pointer = self._read_latest()
         if pointer is None:
@@ -232,7 +273,9 @@ class CheckpointStore:
                     raise CorruptSnapshotError(
                         f"{manifest.directory}/manifest.json", "is not the manifest LATEST committed"
                     )
-                self.check_files(manifest)
+                self.check_files(manifest, contents=verify)
+                if snapshot_id != pointer["snapshot_id"] and self._tidy:
+                    self._fall_back_to(manifest, first_error)
                 return manifest
             except CorruptSnapshotError as error:
                 first_error = first_error or error
@@ -250,7 +293,7 @@ class CheckpointStore:
         if not self.fs.exists(f"{directory}/manifest.json"):
             raise FileNotFoundError(f"no exported snapshot {name!r} under {self.root}")
         manifest = self.load_manifest(directory)
-        self.check_files(manifest)
+        self.check_files(manifest, contents=True)
         return manifest
 
     def load_manifest(self, directory: str) -> Manifest:
@@ -281,8 +324,9 @@ class CheckpointStore:
         except (ValueError, KeyError, TypeError) as error:
             raise CorruptSnapshotError(path, f"cannot be read ({type(error).__name__}: {error})") from error
 
-    def check_files(self, manifest: Manifest) -> None:
-        """Every file exists with the size the manifest records (cheap; contents are checked on read)."""
+    def check_files(self, manifest: Manifest, contents: bool = False) -> None:
+        """Every file exists with the size the manifest records (cheap; contents are checked on
+        read), and with `contents`, its bytes match the manifest's SHA-256 (reads every file)."""
         for file in manifest.files:
             path = f"{manifest.directory}/{file.name}"
             try:
@@ -291,6 +335,8 @@ class CheckpointStore:
                 raise CorruptSnapshotError(path, "is missing") from None
             if size != file.size:
                 raise CorruptSnapshotError(path, f"has {size} bytes, the manifest says {file.size}")
+            if contents and hashlib.sha256(self._cat(path)).hexdigest() != file.sha256:
+                raise CorruptSnapshotError(path, "fails its SHA-256 check")
 
     def read(
         self, manifest: Manifest, vertex: str, partitions: Collection[int] | None = None
@@ -392,6 +438,17 @@ class CheckpointStore:
             if name.isdigit():
                 ids.append(int(name))
         return sorted(ids)
+
+    def _fall_back_to(self, manifest: Manifest, damage: CorruptSnapshotError | None) -> None:
+        """`LATEST` back to the intact `manifest`; the damaged newer snapshots are deleted."""
+        _log.warning("job %r: falling back to snapshot %d (%s)", self.job, manifest.snapshot_id, damage)
+        self._replace(
+            f"{self.job_dir}/LATEST",
+            json.dumps({"snapshot_id": manifest.snapshot_id, "manifest": manifest.checksum}),
+        )
+        for snapshot_id in self._snapshot_ids():
+            if snapshot_id > manifest.snapshot_id:
+                self._remove(self.snapshot_dir(snapshot_id))
 
     def _drop_uncommitted(self) -> None:
         latest = self.latest_id()

@@ -35,6 +35,7 @@ from pathlib import Path
 from jetspark.api import (
     PROGRESS_ENV,
     RUNNER_ENV,
+    START_OVER_ENV,
     UI_ENV,
     UI_KEEP_ENV,
     DagCaptured,
@@ -72,6 +73,11 @@ def _add_watch_options(command: argparse.ArgumentParser) -> None:
     )
     command.add_argument(
         "--ui-keep", action="store_true", help="keep serving the web UI after the job file ends, until Ctrl-C"
+    )
+    command.add_argument(
+        "--start-over",
+        action="store_true",
+        help="run a job that completed in an earlier run again from the beginning (JobConfig.start_over)",
     )
 
 
@@ -223,6 +229,8 @@ def _watch_environment(args: argparse.Namespace, submitting: bool) -> None:
         os.environ[UI_ENV] = f"{args.ui_host}:{args.ui_port}"
         if args.ui_keep:
             os.environ[UI_KEEP_ENV] = "1"
+    if args.start_over:
+        os.environ[START_OVER_ENV] = "1"
 
 
 #: jetspark's own options of `submit` (with how many values each takes), read before spark-submit's.
@@ -230,6 +238,7 @@ OWN_SUBMIT_OPTIONS = {
     "--quiet": 0,
     "--ui": 0,
     "--ui-keep": 0,
+    "--start-over": 0,
     "--ui-host": 1,
     "--ui-port": 1,
     "-h": 0,

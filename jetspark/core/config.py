@@ -139,6 +139,10 @@ class JobConfig:
     #: every processor's watermarks and pending counts instead of hanging (seed 004's quiescence
     #: check). None turns the check off; raise it for processors that wait longer on a timer.
     quiescence_timeout_seconds: float | None = attrs.field(default=60.0, validator=_positive_seconds_or_none)
+    #: A job with a checkpoint root that completed in an earlier run is not run again when it is
+    #: submitted under its name (the submit says when it completed); True runs it again from
+    #: the beginning, under a new job id (`jetspark run/submit --start-over`).
+    start_over: bool = False
 
     @property
     def snapshots_enabled(self) -> bool:

@@ -12,7 +12,9 @@ back one transaction of its external system. A transaction's id is deterministic
   next successful snapshot (a later snapshot's `seq` covers them too).
 - After a restart, `restore_from_snapshot` commits the restored processors' prepared transactions up
   to their saved `seq` and rolls back the newer ones; a processor that starts without a snapshot
-  rolls back whatever its prefix left. Committing is idempotent: a transaction already committed is
+  rolls back whatever its prefix left, and what processors of an earlier, wider run left that no
+  processor now has. The job id is durable (kept in the checkpoint store from the job's first
+  submit), so this reaches what any earlier run of the job left. Committing is idempotent: a transaction already committed is
   no longer pending, and is skipped.
 - `complete()` commits the rest, except in epochs (`ProcessorContext.in_epochs`): there it returns
   False while anything is uncommitted, so that the epoch's terminal snapshot takes it and the
@@ -45,6 +47,11 @@ def transaction_id(prefix: str, seq: int) -> str:
 
 def transaction_seq(txn: str) -> int:
     return int(txn.rsplit("-", 1)[1])
+
+
+def transaction_index(txn: str) -> int:
+    """The global processor index of transaction `<job id>-<vertex>-<index>-<seq>`."""
+    return int(txn.rsplit("-", 2)[1])
 
 
 class TransactionalSinkP(AbstractProcessor):
@@ -88,9 +95,13 @@ class TransactionalSinkP(AbstractProcessor):
         self.prefix = self.prefix_of(context.global_processor_index)
 
     def prefix_of(self, index: int) -> str:
+        return f"{self._vertex_prefix()}-{index}"
+
+    def _vertex_prefix(self) -> str:
+        """`<job id>-<vertex>`: every transaction of this vertex in any run of the job."""
         context = self.context
         vertex = re.sub(r"[^A-Za-z0-9_]", "_", context.vertex_name)
-        return f"{context.job_id}-{vertex}-{index}"
+        return f"{context.job_id}-{vertex}"
 
     def try_process_watermark(self, watermark: Watermark) -> bool:
         return True
@@ -157,8 +168,20 @@ class TransactionalSinkP(AbstractProcessor):
                     self.commit(txn)
                 else:
                     self.rollback(txn)
+        self._roll_back_orphans()
         self.seq = max(seq for _, seq in self._restored.values()) + 1
         self._restored.clear()
+
+    def _roll_back_orphans(self) -> None:
+        """Roll back what processors of an earlier run left that no processor of this run has and
+        no snapshot names (a run of higher parallelism that died before its first commit). Each
+        orphan index goes to one processor (`index % total`), as a restore routes them."""
+        total = self.context.total_parallelism
+        own = self.context.global_processor_index
+        for txn in self.pending(self._vertex_prefix()):
+            index = transaction_index(txn)
+            if index >= total and index % total == own and index not in self._restored:
+                self.rollback(txn)
 
     def _commit_open(self) -> None:
         self.snapshot_commit_prepare()
@@ -167,7 +190,7 @@ class TransactionalSinkP(AbstractProcessor):
 
 class _TransactionalFilesP(TransactionalSinkP):
     """One file per transaction: written as `.<txn>.tmp`, committed by renaming it to
-    `part-<processor>-<seq>`; a transaction that wrote nothing leaves no file."""
+    `part-<job id>-<processor>-<seq>`; a transaction that wrote nothing leaves no file."""
 
     def __init__(self, directory: str, format_item: Callable[[Any], str], max_transaction_items: int) -> None:
         super().__init__(max_transaction_items)
@@ -187,8 +210,12 @@ class _TransactionalFilesP(TransactionalSinkP):
         return os.path.join(self.directory, f".{txn}.tmp")
 
     def _final(self, txn: str) -> str:
-        index = int(txn.rsplit("-", 2)[1])
-        return os.path.join(self.directory, f"part-{index:05d}-{transaction_seq(txn):010d}")
+        """`part-<job id>-<processor>-<seq>`: the durable job id keeps another run of a job of
+        this name (started over) from overwriting this one's committed files."""
+        job_id = self.context.job_id
+        return os.path.join(
+            self.directory, f"part-{job_id}-{transaction_index(txn):05d}-{transaction_seq(txn):010d}"
+        )
 
     def write(self, txn: str, items: list[Any]) -> None:
         if self._file is None or self._file_txn != txn:
@@ -236,7 +263,7 @@ def transactional_files(
     max_transaction_items: int = DEFAULT_MAX_TRANSACTION_ITEMS,
 ) -> ProcessorSupplier:
     """An exactly-once file sink: `format_item(item)` per line, one file per processor and
-    transaction (`part-<processor>-<seq>`), visible once the snapshot that covers it is committed.
+    transaction (`part-<job id>-<processor>-<seq>`), visible once the snapshot that covers it is committed.
 
     With EXACTLY_ONCE each line appears once after any failure and restart; readers should ignore
     names starting with a dot (transactions not committed yet). The directory must be reachable

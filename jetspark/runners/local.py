@@ -19,6 +19,7 @@ from collections import deque
 from typing import Any
 
 from jetspark.checkpoint import CheckpointStore
+from jetspark.checkpoint.job_record import JobRecord
 from jetspark.core.config import JobConfig, ProcessingGuarantee, checked_count
 from jetspark.core.context import STARTPOINTS_ATTRIBUTE
 from jetspark.core.dag import DAG
@@ -31,7 +32,7 @@ from jetspark.engine.tasklet import ProcessorTasklet
 from jetspark.planning.fusion import fuse_stateless_steps
 from jetspark.planning.plan import ExecutionPlan, build_plan, snapshot_blocking_vertices
 from jetspark.processors.staging import STAGING_ATTRIBUTE
-from jetspark.runners import durable, startpoints
+from jetspark.runners import durable, identity, startpoints
 from jetspark.runners.job import JobHandle, JobStatus
 from jetspark.runners.member import (
     PENDING_FIGURES,
@@ -94,6 +95,8 @@ class LocalJob(JobHandle):
         self._staging = (
             AttemptStaging(self.job_id, 0) if self._committer and not config.snapshots_enabled else None
         )
+        #: The job's durable record in the checkpoint store (set at submit), else None.
+        self.record: JobRecord | None = None
         #: Snapshots persist here when the config names a checkpoint root (and takes snapshots).
         self.store = (
             CheckpointStore(config.checkpoint_root, self.name, config.snapshots_retained)
@@ -252,7 +255,9 @@ class LocalJob(JobHandle):
                 self.status = JobStatus.COMPLETED if commit_error is None else JobStatus.FAILED
             if self.status in (JobStatus.FAILED, JobStatus.CANCELLED) and self._staging is not None:
                 self._committer.abort(late_sweep=0)
-            if self.store is not None and self.status in (JobStatus.COMPLETED, JobStatus.CANCELLED):
+            if self.store is not None and self.status is JobStatus.COMPLETED:
+                self._finish_store()
+            elif self.store is not None and self.status is JobStatus.CANCELLED:
                 self._discard_snapshots()
         self._finished.set()
 
@@ -277,6 +282,18 @@ class LocalJob(JobHandle):
         if self._staging is not None:
             self._staging = AttemptStaging(self.job_id, self.restarts)
         return None
+
+    def _finish_store(self) -> None:
+        """A completed job keeps only its record, marked completed: a submit under its name then
+        says so instead of running it again."""
+        assert self.store is not None
+        try:
+            if self.record is not None:
+                self.store.finish(self.record.finished())
+            else:
+                self.store.discard()
+        except OSError:
+            _log.exception("job %r: marking it completed under %s failed", self.name, self.store.job_dir)
 
     def _discard_snapshots(self) -> None:
         """A completed or cancelled job is over: a job submitted later under its name starts afresh.
@@ -451,7 +468,9 @@ class LocalRunner:
         self.snapshots: dict[str, Snapshot] = {}
 
     def submit(self, dag: DAG, config: JobConfig | None = None) -> LocalJob:
-        """Validate and start the job; returns at once with its handle."""
+        """Validate and start the job; returns at once with its handle. A job with a checkpoint
+        root that completed in an earlier run is not run again (`identity.claim`): the handle
+        is then a `CompletedBefore`, unless `JobConfig.start_over`."""
         config = config or JobConfig()
         member_count = config.member_count or self.member_count or 1
         dag.validate()
@@ -473,11 +492,16 @@ class LocalRunner:
             exported = job.store.exported(config.initial_snapshot_name)
             initial = durable.load(job.store, exported, DEFAULT_PARTITION_COUNT)
         resumed = job.committed_snapshot()
+        if job.store is not None:  # the job's durable identity, before anything runs
+            committed_id = None if resumed is None else resumed.extra.get("job_id")
+            record, completed = identity.claim(job.store, config.start_over, committed_id)
+            if completed:
+                return identity.CompletedBefore(record)  # type: ignore[return-value]
+            # Transaction ids derive from the job id: this run must find what earlier ones prepared.
+            job.job_id, job.record = record.job_id, record
         if resumed is not None:  # this job ran before and stopped: go on from where it committed
             _log.info("job %r resumes from its committed snapshot %d", job.name, resumed.snapshot_id)
             initial = resumed
-            # Transaction ids derive from the job id: the resumed job must find what it prepared.
-            job.job_id = str(resumed.extra.get("job_id", job.job_id))
         job.prepare_output(resuming=resumed is not None)
         return job.start(initial)
 

@@ -220,8 +220,8 @@ def committed_snapshots(job: JobHandle) -> list[dict[str, Any]]:
 def _snapshots(job: JobHandle) -> dict[str, Any]:
     """Snapshot counts the handle keeps."""
     out: dict[str, Any] = {}
-    for attribute in ("snapshot_count", "epochs_committed", "epochs_aborted"):
-        if hasattr(job, attribute):
+    for attribute in ("snapshot_count", "epochs_committed", "epochs_aborted", "last_abort"):
+        if getattr(job, attribute, None) is not None:
             out[attribute] = getattr(job, attribute)
     last = getattr(job, "last_snapshot", None)
     if last is not None:

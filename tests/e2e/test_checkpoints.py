@@ -15,10 +15,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from jetspark.checkpoint import CheckpointStore, CorruptSnapshotError
 from jetspark.core import DagValidationError, JobCancelledError, JobConfig, ProcessingGuarantee
+from jetspark.runners.identity import CompletedBefore
 from jetspark.runners.local import JobStatus, LocalRunner
 from tests.e2e.test_snapshots import (
     COUNT,
@@ -82,7 +84,7 @@ def test_a_job_whose_driver_was_killed_resumes_from_its_committed_snapshot(tmp_p
     assert sorted(job.result("sink")) == EXPECTED
     assert 0 < len(steps) < COUNT, "the resumed job went on from the snapshot, not from the start"
     assert job.last_snapshot is None or job.last_snapshot.snapshot_id > committed
-    assert not store_dir.exists(), "a completed job's snapshots are deleted"
+    assert sorted(p.name for p in store_dir.iterdir()) == ["JOB"], "a completed job's snapshots are deleted"
 
 
 @pytest.mark.parametrize("where", ["local", "memory"])
@@ -199,5 +201,10 @@ def test_a_resumed_job_keeps_the_files_it_wrote_and_every_line_is_there_once(tmp
     LocalRunner(2).submit(dag(), config).join(60)
     lines = [line for path in out.glob("sink-*") for line in path.read_text().splitlines()]
     assert Counter(lines) == Counter(str(i) for i in range(COUNT))
-    with pytest.raises(DagValidationError, match="already holds"):
-        LocalRunner(2).submit(dag(), config)  # completed: a new job of that name starts afresh
+    again = LocalRunner(2).submit(dag(), config)  # completed: nothing runs again
+    assert isinstance(again, CompletedBefore) and again.status is JobStatus.COMPLETED
+    assert Counter(line for path in out.glob("sink-*") for line in path.read_text().splitlines()) == Counter(
+        str(i) for i in range(COUNT)
+    )
+    with pytest.raises(DagValidationError, match="already holds"):  # started over: a new job of that name
+        LocalRunner(2).submit(dag(), attrs.evolve(config, start_over=True))

@@ -21,21 +21,26 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from typing import Any
+from collections import deque
+from typing import Any, TypeVar
 
-from jetspark.checkpoint import CheckpointStore, Manifest
+from jetspark.checkpoint import CheckpointStore, CorruptSnapshotError, Manifest
+from jetspark.checkpoint.job_record import JobRecord
 from jetspark.checkpoint.store import SnapshotFile
 from jetspark.core.config import ProcessingGuarantee
 from jetspark.core.errors import JobFailedError, ProcessorContractError
 from jetspark.runners.job import JobStatus
 from jetspark.runners.member import add_metrics
 from jetspark.runners.spark.epoch_task import EpochSpec
+from jetspark.runners.spark.failures import describe_failure
 from jetspark.runners.spark.records import DriverReports, dumps
 from jetspark.runners.spark.runner import SparkJob
 from jetspark.runners.spark.session import call_site
 from jetspark.runners.startpoints import fan_out
 
 _log = logging.getLogger("jetspark.spark.epochs")
+#: Abort causes a job keeps (`EpochJob.abort_causes`).
+MAX_ABORT_CAUSES = 5
 
 
 class EpochAbortedError(JobFailedError):
@@ -46,20 +51,33 @@ class EpochJob(SparkJob):
     """A `SparkJob` that runs in epochs; adds `suspend`, `resume`, `restart`, `export_snapshot`."""
 
     def __init__(
-        self, *args: Any, store: CheckpointStore, build: Any, max_restarts: int, backoff: float
+        self,
+        *args: Any,
+        store: CheckpointStore,
+        record: JobRecord,
+        build: Any,
+        max_restarts: int,
+        backoff: float,
     ) -> None:
         super().__init__(*args)
         self.store = store
+        #: The job's durable record (`identity.claim`): marked completed when the job completes.
+        self.record = record
         self._build = build
         self.max_restarts = max_restarts
         self.backoff = backoff
         self._request: str | None = None  # "cancel", "suspend" or "restart"
         self.epochs_committed = 0
         self.epochs_aborted = 0
+        #: Why the last epoch aborted, in one line (`failures.describe_failure`).
         self.last_abort: str | None = None
+        #: The last aborts: epoch, time (wall clock) and cause, oldest first.
+        self.abort_causes: deque[dict[str, Any]] = deque(maxlen=MAX_ABORT_CAUSES)
         self.initial_dir: str | None = None
         self.initial_id = -1
         self._completed: set[tuple[str, int]] = set()
+        #: Check every file's checksum before the next epoch (after one found a damaged file).
+        self._verify = False
 
     def start_from(self, initial: Manifest | None) -> EpochJob:
         """Start; a job with no committed snapshot of its own starts from `initial` (an export)."""
@@ -97,6 +115,14 @@ class EpochJob(SparkJob):
         self._finished.clear()
         fan_out(self.config, self.store.job, self.plan)  # startpoints set while it was suspended
         return self.start()  # type: ignore[return-value]
+
+    def job_metrics(self) -> dict[str, Any]:
+        """The job's own figures: epochs committed and aborted, and the last abort causes."""
+        return {
+            "epochs_committed": self.epochs_committed,
+            "epochs_aborted": self.epochs_aborted,
+            "abort_causes": list(self.abort_causes),
+        }
 
     def export_snapshot(self, name: str) -> Manifest:
         """Export the last committed snapshot under `name` (`JobConfig.initial_snapshot_name`
@@ -136,7 +162,9 @@ class EpochJob(SparkJob):
         with self._lock:
             self.error = error
             self.status = final
-        if final is JobStatus.COMPLETED or final is JobStatus.CANCELLED:
+        if final is JobStatus.COMPLETED:  # the record stays, marked completed; the snapshots go
+            self.store.finish(self.record.finished())
+        elif final is JobStatus.CANCELLED:
             self.store.discard()
         if final is not JobStatus.SUSPENDED:
             self._close_meta_suppliers(error)
@@ -150,7 +178,8 @@ class EpochJob(SparkJob):
                 self._commit_only()
                 return JobStatus.CANCELLED if request == "cancel" else JobStatus.SUSPENDED
             self._request = None
-            manifest = self.store.latest(fallback=not self._exactly_once)
+            manifest = self.store.latest(fallback=not self._exactly_once, verify=self._verify)
+            self._verify = False
             restore_dir: str | None
             if manifest is not None:
                 restore_dir, restore_id = manifest.directory, manifest.snapshot_id
@@ -164,6 +193,7 @@ class EpochJob(SparkJob):
             except BaseException as failure:
                 outcome = None
                 cause: BaseException = self._translate(failure)  # the task's own error, if it has one
+                why = describe_failure(failure)
             finally:
                 self._forget_run(spec)
             if outcome is not None and outcome.abort is None:
@@ -183,26 +213,28 @@ class EpochJob(SparkJob):
                     continue
                 except Exception as failure:  # LATEST did not move: the epoch is not committed
                     outcome, cause = None, failure
+                    why = f"committing its snapshot failed on the driver: {type(failure).__name__}: {failure}"
             self._abort(epoch)
             if self._request in ("cancel", "suspend", "restart"):
                 continue
             if outcome is not None:
                 cause = EpochAbortedError(f"job {self.name!r}: {outcome.abort}")
+                why = str(outcome.abort)
             if _not_restartable(cause):
                 raise cause
+            damage = _corruption(cause)
+            if damage is not None and self._exactly_once:
+                raise self._corrupt(epoch, damage, cause)
+            self._verify = damage is not None  # the next restore falls back past the damage
             restarts += 1
             self.epochs_aborted += 1
-            self.last_abort = str(cause)
+            self.last_abort = why
+            self.abort_causes.append({"epoch": epoch, "time": time.time(), "cause": why})
             if restarts > self.max_restarts:
                 raise self._give_up(epoch, cause)
             delay = min(self.backoff * 2 ** (restarts - 1), 30.0)
             _log.warning(
-                "job %r: epoch %d aborted (%s); restart %d in %.1f s",
-                self.name,
-                epoch,
-                cause,
-                restarts,
-                delay,
+                "job %r: epoch %d aborted: %s; restart %d in %.1f s", self.name, epoch, why, restarts, delay
             )
             time.sleep(delay)
 
@@ -212,6 +244,17 @@ class EpochJob(SparkJob):
             f"job {self.name!r}: epoch {epoch} aborted {self.max_restarts + 1} times in a row; last cause: {error}"
         )
         failed.__cause__ = error
+        return failed
+
+    def _corrupt(self, epoch: int, damage: CorruptSnapshotError, cause: BaseException) -> JobFailedError:
+        """An EXACTLY_ONCE job stops at a damaged snapshot file: an older snapshot would replay
+        items whose output its sinks may have committed already."""
+        failed = JobFailedError(
+            f"job {self.name!r}: epoch {epoch} cannot restore: {damage}; an EXACTLY_ONCE job does not "
+            "fall back to an older snapshot (its sinks may have committed output after it): put the "
+            "file back, or start the job over (JobConfig.start_over)"
+        )
+        failed.__cause__ = cause
         return failed
 
     def _spec(
@@ -315,11 +358,24 @@ class EpochJob(SparkJob):
         return self.config.checkpoint_root
 
 
-def _not_restartable(error: BaseException) -> bool:
-    """A broken contract fails the job at once: running it again cannot help."""
+E = TypeVar("E", bound=BaseException)
+
+
+def _in_chain(error: BaseException, kind: type[E]) -> E | None:
+    """The first exception of `kind` in `error`'s chain of causes."""
     seen: BaseException | None = error
     while seen is not None:
-        if isinstance(seen, ProcessorContractError):
-            return True
+        if isinstance(seen, kind):
+            return seen
         seen = seen.__cause__
-    return False
+    return None
+
+
+def _corruption(error: BaseException) -> CorruptSnapshotError | None:
+    """The damaged snapshot file behind `error`, if that is what failed the epoch."""
+    return _in_chain(error, CorruptSnapshotError)
+
+
+def _not_restartable(error: BaseException) -> bool:
+    """A broken contract fails the job at once: running it again cannot help."""
+    return _in_chain(error, ProcessorContractError) is not None

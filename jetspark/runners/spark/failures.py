@@ -131,3 +131,61 @@ def _text_of(error: BaseException) -> str:
                 parts.append(str(java.toString()))
         current = current.__cause__ or current.__context__
     return "\n".join(parts)
+
+
+_LOST = re.compile(r"Lost task (\d+)\.(\d+) in stage (\d+)\.(\d+) \(TID \d+\) \(([^)]*)\): ([^\n]*)")
+
+
+def describe_failure(error: BaseException) -> str:
+    """One line that says why a Spark job failed: the task's exception type and message (or that
+    its Python worker died, or its executor was lost), with the Spark stage, task (= member in an
+    epoch) and attempt when Spark names them. For logs and the job's abort causes: Spark's own
+    message starts with `An error occurred while calling ...` and says nothing."""
+    text = _text_of(error)
+    decoded = decode_failure(error)
+    if decoded is not None:
+        cause = decoded.__cause__
+        what = f"{type(cause).__name__}: {cause}" if cause is not None else str(decoded)
+        where = [f"vertex {decoded.vertex!r}"] if decoded.vertex is not None else []
+        if decoded.processor_index is not None:
+            where.append(f"processor {decoded.processor_index}")
+        reason = what.splitlines()[0] if what else type(cause).__name__
+        return _with_task(f"{reason}{' in ' + ', '.join(where) if where else ''}", text)
+    lost = _LOST.search(text)
+    if lost is not None:
+        reason = lost.group(6)
+        if "Python worker exited unexpectedly" in reason:
+            reason = "Python worker died (exited unexpectedly: killed, or os._exit)"
+        elif "ExecutorLostFailure" in reason:
+            reason = f"executor lost ({reason.split('ExecutorLostFailure', 1)[1].strip(' :()')})"
+        else:
+            reason = reason.removeprefix("org.apache.spark.api.python.PythonException: ").strip()
+            tail = _last_exception_line(text[lost.end() :])
+            if reason.startswith("An exception was thrown from the Python worker") and tail:
+                reason = tail
+        return _with_task(reason, text)
+    tail = _last_exception_line(text)
+    if tail:
+        return tail
+    first = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {first[0] if first else ''}".rstrip(": ")
+
+
+def _with_task(reason: str, text: str) -> str:
+    lost = _LOST.search(text)
+    if lost is None:
+        return reason
+    task, attempt, stage = lost.group(1), lost.group(2), lost.group(3)
+    return f"{reason} (Spark stage {stage}, task {task}, attempt {attempt}; {lost.group(5)})"
+
+
+def _last_exception_line(text: str) -> str:
+    """The `Type: message` line that ends the first Python traceback in `text`, if any."""
+    start = text.find(_TRACEBACK)
+    if start == -1:
+        return ""
+    lines = text[start:].splitlines()
+    for index, line in enumerate(lines[1:], 1):
+        if not line.startswith((" ", "\t")) and index > 1:
+            return line.strip()
+    return ""

@@ -65,6 +65,7 @@ from jetspark.runners.spark.task import TaskSpec, run_stage_task, source_records
 
 if TYPE_CHECKING:  # imported when used: executors of batch jobs need no fsspec
     from jetspark.checkpoint import CheckpointStore, Manifest
+    from jetspark.checkpoint.job_record import JobRecord
 
 _log = logging.getLogger("jetspark.spark")
 #: Items per shuffle record (a record is one serialized batch).
@@ -408,7 +409,9 @@ class SparkRunner:
     def submit(self, dag: DAG, config: JobConfig | None = None) -> SparkJob:
         """Plan the job, build its RDDs and start it; returns at once with the handle.
 
-        Planning errors (an invalid DAG, a supplier that cannot be pickled) are raised here.
+        Planning errors (an invalid DAG, a supplier that cannot be pickled) are raised here. A job
+        with a guarantee that completed in an earlier run is not run again: the handle is then a
+        `CompletedBefore` (`runners.identity`), unless `JobConfig.start_over`.
         """
         config = config or JobConfig()
         spark = self.spark
@@ -420,8 +423,14 @@ class SparkRunner:
         job_id = uuid.uuid4().hex[:16]
         store = None
         initial: Manifest | None = None
+        record = None
         if config.snapshots_enabled:
-            store, initial, job_id = self._open_store(dag, config, job_id)
+            store, initial, record, completed = self._open_store(dag, config)
+            if completed:
+                from jetspark.runners.identity import CompletedBefore
+
+                return CompletedBefore(record)  # type: ignore[return-value]
+            job_id = record.job_id
         plan = build_plan(dag, config, member_count, job_id=job_id)
         if store is not None:
             from jetspark.runners.startpoints import fan_out
@@ -447,6 +456,8 @@ class SparkRunner:
         if store is not None:
             from jetspark.runners.spark.epochs import EpochJob
 
+            assert record is not None
+
             def build(epoch_bytes: bytes) -> tuple[Any, list[Any]]:
                 return self._build_rdds(sc, name, spec_bytes, dag, plan, stages, epoch_bytes)
 
@@ -460,6 +471,7 @@ class SparkRunner:
                 [],
                 OutputCommitter.of(job_id, dag),
                 store=store,
+                record=record,
                 build=build,
                 max_restarts=self.max_restarts,
                 backoff=self.restart_backoff,
@@ -494,10 +506,11 @@ class SparkRunner:
         return batch.start()
 
     def _open_store(
-        self, dag: DAG, config: JobConfig, job_id: str
-    ) -> tuple[CheckpointStore, Manifest | None, str]:
+        self, dag: DAG, config: JobConfig
+    ) -> tuple[CheckpointStore, Manifest | None, JobRecord, bool]:
         """For a job with a guarantee: check that it can run in epochs, open its checkpoint store,
-        and find where it starts (its own committed snapshot, else an exported one)."""
+        find where it starts (its own committed snapshot, else an exported one) and claim the job
+        (`identity.claim`: its record, and whether it completed in an earlier run)."""
         name = config.name or "(unnamed)"
         if config.checkpoint_root is None:
             raise ValueError(
@@ -531,13 +544,22 @@ class SparkRunner:
         from jetspark.checkpoint import CheckpointStore
 
         store = CheckpointStore(config.checkpoint_root, config.name, retain=config.snapshots_retained)
-        latest = store.latest(fallback=config.processing_guarantee is not ProcessingGuarantee.EXACTLY_ONCE)
-        if latest is not None:
+        # every file a restore reads is checked now, contents too: damage stops the submit, naming it
+        latest = store.latest(
+            fallback=config.processing_guarantee is not ProcessingGuarantee.EXACTLY_ONCE, verify=True
+        )
+        initial = None
+        if latest is None and config.initial_snapshot_name is not None:
+            initial = store.exported(config.initial_snapshot_name)
+        from jetspark.runners.identity import claim
+
+        # the job's durable identity, written before any sink can prepare anything
+        record, completed = claim(
+            store, config.start_over, None if latest is None else latest.extra.get("job_id")
+        )
+        if latest is not None and not completed:
             _log.info("job %r resumes from its committed snapshot %d", config.name, latest.snapshot_id)
-            return store, None, str(latest.extra.get("job_id", job_id))
-        if config.initial_snapshot_name is not None:
-            return store, store.exported(config.initial_snapshot_name), job_id
-        return store, None, job_id
+        return store, initial, record, completed
 
     def run(self, dag: DAG, config: JobConfig | None = None, timeout: float | None = None) -> SparkJob:
         """Submit and wait for the end; re-raises a failure."""

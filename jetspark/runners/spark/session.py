@@ -41,8 +41,7 @@ appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
 # jetspark re-raises a failed task as JobFailedError: no second copy of its traceback in the log.
 logger.executor.name = org.apache.spark.executor.Executor
 logger.executor.level = fatal
-logger.tsm.name = org.apache.spark.scheduler.TaskSetManager
-logger.tsm.level = error
+# TaskSetManager stays at WARN: its `Lost task ...` line is the one copy of a failed task's traceback.
 logger.utils.name = org.apache.spark.util.Utils
 logger.utils.level = error
 logger.native.name = org.apache.hadoop.util.NativeCodeLoader

@@ -24,6 +24,12 @@ def take(store: CheckpointStore, snapshot_id: int, entries: list[Entry] = ENTRIE
     store.commit(snapshot_id, files, partition_count=271, extra={"members": 1})
 
 
+def flip_last_byte(victim: Path) -> None:
+    data = bytearray(victim.read_bytes())
+    data[-1] ^= 0xFF
+    victim.write_bytes(bytes(data))
+
+
 def test_a_committed_snapshot_reads_back_grouped_by_partition_in_offer_order(tmp_path: Path) -> None:
     store = CheckpointStore(str(tmp_path), "job-1")
     take(store, 0)
@@ -77,10 +83,7 @@ def test_a_truncated_file_names_the_file_or_falls_back_to_the_previous_snapshot(
 def test_a_flipped_byte_is_found_by_the_segment_checksum_and_the_file_checksum(tmp_path: Path) -> None:
     store = CheckpointStore(str(tmp_path), "job-1")
     take(store, 0)
-    victim = tmp_path / "job-1" / "snapshots" / "0000000000" / "count-m0.snap"
-    data = bytearray(victim.read_bytes())
-    data[-1] ^= 0xFF
-    victim.write_bytes(bytes(data))
+    flip_last_byte(tmp_path / "job-1" / "snapshots" / "0000000000" / "count-m0.snap")
     manifest = store.latest()  # the sizes match: only reading finds it
     assert manifest is not None
     with pytest.raises(
@@ -198,3 +201,32 @@ def test_a_failed_clean_up_after_the_commit_leaves_the_snapshot_committed(
     monkeypatch.setattr(store, "_apply_retention", refuse)
     take(store, 1)  # no error: the commit happened
     assert store.latest_id() == 1 and store.committed_ids() == [1, 0]
+
+
+def test_verify_reads_every_file_so_a_flipped_bit_is_named_before_a_restore(tmp_path: Path) -> None:
+    store = CheckpointStore(str(tmp_path), "job-1")
+    take(store, 0)
+    flip_last_byte(tmp_path / "job-1" / "snapshots" / "0000000000" / "count-m0.snap")
+    assert store.latest() is not None  # the sizes match
+    with pytest.raises(CorruptSnapshotError, match=r"count-m0\.snap: fails its SHA-256 check"):
+        store.latest(verify=True)
+
+
+def test_a_fallback_moves_latest_back_so_the_next_commit_continues_from_there(tmp_path: Path) -> None:
+    store = CheckpointStore(str(tmp_path), "job-1")
+    take(store, 0)
+    take(store, 1, [(2, b"k", b"newer")])
+    (tmp_path / "job-1" / "snapshots" / "0000000001" / "src-m0.snap").unlink()
+    manifest = store.latest(fallback=True)
+    assert manifest is not None and manifest.snapshot_id == 0
+    assert store.latest_id() == 0 and store.committed_ids() == [0]
+    take(store, 1)  # the epoch after the intact snapshot commits under the damaged one's id
+    assert store.latest_id() == 1
+
+
+def test_a_corrupt_snapshot_error_pickles_as_itself() -> None:
+    import pickle
+
+    error = pickle.loads(pickle.dumps(CorruptSnapshotError("/x/a.snap", "is missing")))
+    assert isinstance(error, CorruptSnapshotError)
+    assert error.path == "/x/a.snap" and str(error) == "snapshot file /x/a.snap: is missing"

@@ -1,0 +1,101 @@
+"""A job's durable identity at submit, the same for every runner with a checkpoint root.
+
+`claim` reads the job's record (`checkpoint.job_record`) before anything runs and decides:
+
+- no record: a new job; a new id is written down before any processor starts, so even a run
+  that dies before its first commit leaves a record naming the id its sinks used;
+- a record of a job that has not completed (the last run died, failed or was suspended): this
+  run takes it over and keeps its id. Its sinks' transaction ids derive from the id, so a restore
+  commits what the last snapshot covers and rolls back the rest, and a fresh start (no snapshot
+  was committed) rolls back everything the dead run prepared;
+- a record of a completed job: nothing runs; the handle says when it completed. With
+  `JobConfig.start_over` it runs again from the beginning under a new id (so its committed files
+  are new names beside the old ones, never overwriting them).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+
+from jetspark.checkpoint import CheckpointStore
+from jetspark.checkpoint.job_record import JobRecord, first_record, new_run_id
+from jetspark.runners.job import JobHandle, JobStatus
+
+_log = logging.getLogger("jetspark.job")
+
+
+def new_job_id() -> str:
+    return uuid.uuid4().hex[:16]
+
+
+def claim(
+    store: CheckpointStore, start_over: bool, committed_id: str | None = None
+) -> tuple[JobRecord, bool]:
+    """The record this run owns the job by, written; and whether the job had completed already
+    (then nothing was written). `committed_id`: the job id a committed snapshot names, for a job
+    whose directory predates records."""
+    name = store.job
+    record = store.read_record()
+    if record is not None and record.completed is not None:
+        if not start_over:
+            _log.warning(
+                "job %r (id %s) already completed at %s; nothing to do (JobConfig.start_over, or "
+                "--start-over, runs it again from the beginning)",
+                name,
+                record.job_id,
+                record.completed_text,
+            )
+            return record, True
+        _log.warning(
+            "job %r completed at %s; starting it over under a new id, as asked", name, record.completed_text
+        )
+        record = None
+    elif record is not None:
+        if start_over:
+            raise ValueError(
+                f"job {name!r} has not completed (its last run {record.run} started "
+                f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(record.run_started))} and did not "
+                "finish): start_over applies to a completed job; submit it without start_over to resume "
+                "it (what its last run left is settled first)"
+            )
+        _log.warning(
+            "job %r (id %s): its last run %s did not finish; this run takes it over and settles what "
+            "that run left",
+            name,
+            record.job_id,
+            record.run,
+        )
+    run = new_run_id()
+    if record is None:
+        record = first_record(committed_id or new_job_id(), name, run)
+    else:
+        record = record.taken_over(run)
+    store.forget_runs()
+    store.write_record(record)
+    return record, False
+
+
+class CompletedBefore(JobHandle):
+    """What a submit returns for a job that completed in an earlier run: it ran nothing, and has
+    no results or metrics; `completed_at` says when the job completed."""
+
+    def __init__(self, record: JobRecord) -> None:
+        super().__init__()
+        self.name = record.name
+        self.job_id = record.job_id
+        self.record = record
+        assert record.completed is not None
+        self.completed_at: float = record.completed
+        self.status = JobStatus.COMPLETED
+        self._finished.set()
+
+    def result(self, vertex: str) -> list[object]:
+        return []
+
+    def metrics(self) -> dict[str, dict[str, int]]:
+        return {}
+
+    def cancel(self) -> None:
+        """Nothing runs: nothing to cancel."""
