@@ -27,6 +27,7 @@ from jetspark.core.errors import ProcessorContractError
 from jetspark.core.inbox import Inbox
 from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.core.watermark import IDLE_MESSAGE, BroadcastKey, Watermark
+from jetspark.processors._timestamps import bad_timestamp
 
 _NEVER: Any = float("-inf")
 
@@ -212,9 +213,20 @@ class _InsertWatermarksP(AbstractProcessor):
         self._scratch: list[Any] = []
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
-        if self._mapper.simple:
-            self._process_simple(inbox)
-            return
+        try:
+            if self._mapper.simple:
+                self._process_simple(inbox)
+            else:
+                self._process_partitions(inbox)
+        except TypeError as error:  # a datetime timestamp, say: say so, naming the vertex
+            for item in inbox:  # the first item whose timestamp is no number
+                clear = bad_timestamp(self.context.vertex_name, self._policy.timestamp_fn, item)
+                if clear is not None:
+                    raise clear from error
+            raise
+
+    def _process_partitions(self, inbox: Inbox) -> None:
+        """Several partitions or an idle timeout: item by item through the mapper."""
         if self._pending is not None and not self._flush_pending():
             return
         now = self._clock()
@@ -351,6 +363,22 @@ def insert_watermarks(
         raise ValueError(f"insert_watermarks: partition_count must be >= 1, got {partition_count}")
     if partition_fn is None and partition_count != 1:
         raise ValueError("insert_watermarks: partition_count > 1 needs a partition_fn")
-    return ProcessorSupplier.of(
+    return _InsertWatermarksSupplier(
         functools.partial(_InsertWatermarksP, policy, partition_fn or _single_partition, partition_count)
     )
+
+
+class _InsertWatermarksSupplier(ProcessorSupplier):
+    """Makes `_InsertWatermarksP`s, and asks the DAG for isolated inbound edges."""
+
+    def __init__(self, factory: Callable[[], _InsertWatermarksP]) -> None:
+        self._factory = factory
+
+    def get(self, count: int) -> list[_InsertWatermarksP]:
+        return [self._factory() for _ in range(count)]
+
+    def isolated_input_reason(self) -> str | None:
+        return "insert_watermarks: one source processor's stream, in its order"
+
+    def __repr__(self) -> str:
+        return "insert_watermarks(...)"

@@ -28,6 +28,7 @@ from jetspark.core.errors import ProcessorContractError
 from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.core.watermark import BroadcastKey, Watermark
 from jetspark.processors._snapshots import EntryWriter, lowest
+from jetspark.processors._timestamps import bad_timestamp
 from jetspark.processors.windows import LATE_ITEMS_METRIC, WindowPolicy
 
 _BUILD_DONE = BroadcastKey("hash-join-build-done")
@@ -159,7 +160,13 @@ class _WindowJoinP(AbstractProcessor):
 
     def try_process_item(self, ordinal: int, item: Any) -> bool:
         policy = self._policy
-        first = policy.frame_end(self._timestamp_fns[ordinal](item))
+        try:
+            first = policy.frame_end(self._timestamp_fns[ordinal](item))
+        except TypeError as error:  # a datetime timestamp, say: say so, naming the vertex
+            clear = bad_timestamp(self.context.vertex_name, self._timestamp_fns[ordinal], item)
+            if clear is None:
+                raise
+            raise clear from error
         if self._next_win is not None and first < self._next_win:
             self._late += 1
             return True

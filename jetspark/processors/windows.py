@@ -45,6 +45,7 @@ from jetspark.core.inbox import Inbox
 from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.core.watermark import BroadcastKey, Watermark
 from jetspark.processors._snapshots import EntryWriter, lowest
+from jetspark.processors._timestamps import WatermarkWatch, bad_timestamp
 from jetspark.processors.aggregate import AggregateOperation, _count_one, _zero
 
 _MISSING: Any = object()
@@ -153,6 +154,7 @@ class _WindowP(AbstractProcessor):
         self._last_early = time.monotonic()
         self._early: list[Any] | None = None
         self._early_index = 0
+        self._wm_watch = WatermarkWatch()
 
     # ---- input -----------------------------------------------------------------------------
 
@@ -169,6 +171,7 @@ class _WindowP(AbstractProcessor):
     # ---- emission --------------------------------------------------------------------------
 
     def try_process_watermark(self, watermark: Watermark) -> bool:
+        self._wm_watch.active = False
         limit = self._policy.floor_frame(watermark.timestamp)
         if not self._emit_windows(limit):
             return False
@@ -287,6 +290,8 @@ class _WindowP(AbstractProcessor):
     # ---- early results ---------------------------------------------------------------------
 
     def try_process(self) -> bool:
+        if self._wm_watch.active:
+            self._wm_watch.poll(bool(self._frames), self.context, "holds items")
         if not self._early_seconds:
             return True
         if self._early is None:
@@ -433,24 +438,31 @@ class _SlidingWindowP(_WindowP):
         late = 0
         frame_end: Any = None
         frame: dict[Hashable, Any] = {}
-        for item in inbox:
-            timestamp = timestamp_fn(item)
-            end = timestamp - (timestamp - offset) % size + size
-            if next_win is not None and end < next_win:
-                late += 1
-                continue
-            if end != frame_end:
-                frame_end = end
-                found = frames.get(end)
-                if found is None:
-                    found = frames[end] = {}
-                frame = found
-            key = key_fn(item)
-            if counting:
-                frame[key] = frame.get(key, 0) + 1
-            else:
-                acc = frame.get(key, _MISSING)
-                frame[key] = accumulate(create() if acc is _MISSING else acc, item)
+        item: Any = None
+        try:
+            for item in inbox:
+                timestamp = timestamp_fn(item)
+                end = timestamp - (timestamp - offset) % size + size
+                if next_win is not None and end < next_win:
+                    late += 1
+                    continue
+                if end != frame_end:
+                    frame_end = end
+                    found = frames.get(end)
+                    if found is None:
+                        found = frames[end] = {}
+                    frame = found
+                key = key_fn(item)
+                if counting:
+                    frame[key] = frame.get(key, 0) + 1
+                else:
+                    acc = frame.get(key, _MISSING)
+                    frame[key] = accumulate(create() if acc is _MISSING else acc, item)
+        except TypeError as error:  # a datetime timestamp, say: say so, naming the vertex
+            clear = bad_timestamp(self.context.vertex_name, timestamp_fn, item)
+            if clear is None:
+                raise
+            raise clear from error
         self._late += late
         _discard_all(inbox)
 
