@@ -53,6 +53,8 @@ class EventTimePolicy:
     throttling_frame_offset: int = 0
 
     def __attrs_post_init__(self) -> None:
+        if not callable(self.timestamp_fn):
+            raise TypeError(f"EventTimePolicy: timestamp_fn must be callable, got {self.timestamp_fn!r}")
         if self.allowed_lag < 0:
             raise ValueError(f"EventTimePolicy: allowed_lag must be >= 0, got {self.allowed_lag}")
         if self.throttling_frame_size < 1:

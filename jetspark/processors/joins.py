@@ -80,11 +80,12 @@ class _HashJoinP(AbstractProcessor):
         matches = self._matches
         if matches is None:
             found = self._table.get(self._probe_key_fn(item))
+            mapper = self._mapper
             if found:
-                mapper = self._mapper
-                matches = [mapper(item, other) for other in found]
+                matches = [joined for other in found if (joined := mapper(item, other)) is not None]
             elif self._outer:
-                matches = [self._mapper(item, None)]
+                joined = mapper(item, None)
+                matches = [] if joined is None else [joined]
             else:
                 return True
             self._matches = matches
@@ -128,7 +129,8 @@ def hash_join(
 ) -> ProcessorSupplier:
     """Join the probe stream (ordinal 0) with the build side (ordinal 1) on equal keys; emit
     `mapper(probe_item, build_item)` per match (with `outer`, `mapper(probe_item, None)` for a
-    probe item without any). See the module docstring for the edges `build` asks for."""
+    probe item without any); a `mapper` result of None is not emitted (as in Jet). See the
+    module docstring for the edges `build` asks for."""
     if build not in _BUILD_MODES:
         raise ValueError(f"hash_join: build must be one of {_BUILD_MODES}, got {build!r}")
     return ProcessorSupplier.of(
