@@ -57,6 +57,31 @@ def _checked_parallelism(vertex: str, value: object) -> int:
     return count
 
 
+def _check_isolated_input(edge: Edge) -> None:
+    """Refuse an edge that would interleave several upstream processors' streams into a vertex
+    that must hear one alone (`ProcessorMetaSupplier.isolated_input_reason`)."""
+    destination = edge.destination
+    assert destination is not None
+    reason = destination.meta_supplier.isolated_input_reason()
+    if reason is None:
+        return
+    fix = f"Edge.between({_spelled(edge.source)}, {_spelled(destination)}).isolated()"
+    if edge.routing is not RoutingPolicy.ISOLATED:
+        raise DagValidationError(
+            f"edge {edge.name}: vertex {destination.name!r} ({reason}) needs an isolated edge, "
+            f"got {edge.routing.value}{' distributed' if edge.is_distributed else ''}: items of "
+            f"several upstream processors would interleave and be dropped as late downstream; "
+            f"use {fix}"
+        )
+    upstream, downstream = edge.source.local_parallelism, destination.local_parallelism
+    if downstream != -1 and upstream > downstream:  # -1: the job's default, unknown here
+        raise DagValidationError(
+            f"edge {edge.name}: vertex {destination.name!r} ({reason}) has local parallelism "
+            f"{downstream}, fewer than {edge.source.name!r}'s {upstream}: the isolated edge would "
+            f"feed several upstream processors into one; give both the same local parallelism"
+        )
+
+
 def _first_free(used: set[int]) -> int:
     return next(ordinal for ordinal in range(len(used) + 1) if ordinal not in used)
 
@@ -103,6 +128,7 @@ class DAG:
                     f"edge {edge.name}: inbound ordinal {edge.dest_ordinal} of vertex "
                     f"{edge.destination.name!r} is already used by {other.name}; {self._ordinal_advice(edge)}"
                 )
+        _check_isolated_input(edge)
         self._edges.append(edge)
         return self
 
@@ -194,6 +220,7 @@ class DAG:
                 raise DagValidationError(f"edge {e.name}: a partitioned edge needs a key function")
             if e.queue_size < 1:
                 raise DagValidationError(f"edge {e.name}: queue size must be >= 1, got {e.queue_size}")
+            _check_isolated_input(e)
 
     def to_dot(self) -> str:
         """The DAG in Graphviz DOT, for `dot -Tsvg`."""

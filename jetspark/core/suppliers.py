@@ -33,6 +33,10 @@ class ProcessorSupplier(abc.ABC):
         """What `ProcessorMetaSupplier.of(this).does_work_without_input()` answers. Default: True."""
         return True
 
+    def isolated_input_reason(self) -> str | None:
+        """What `ProcessorMetaSupplier.of(this).isolated_input_reason()` answers. Default: None."""
+        return None
+
     @staticmethod
     def of(factory: Callable[[], Processor], does_work_without_input: bool = True) -> ProcessorSupplier:
         """A supplier that calls `factory` once per processor. Pass `does_work_without_input=False`
@@ -91,6 +95,13 @@ class ProcessorMetaSupplier(abc.ABC):
     def close(self, error: BaseException | None) -> None:  # noqa: B027
         """Called on the coordinator after the job ended; `error` is its failure, if any."""
 
+    def isolated_input_reason(self) -> str | None:
+        """None (the default), or why each processor of this vertex must hear one upstream
+        processor alone, in that processor's order (a watermark generator: items of several
+        processors interleaved look like time running backwards). `DAG.validate` then refuses
+        an inbound edge that is not isolated, or that pairs several upstream processors with one."""
+        return None
+
     @staticmethod
     def of(
         supplier: ProcessorSupplier | Callable[[], Processor], preferred_local_parallelism: int = -1
@@ -111,6 +122,9 @@ class _SameEverywhere(ProcessorMetaSupplier):
 
     def does_work_without_input(self) -> bool:
         return self.supplier.does_work_without_input()
+
+    def isolated_input_reason(self) -> str | None:
+        return self.supplier.isolated_input_reason()
 
     def get(self, member_indexes: Sequence[int]) -> MemberSuppliers:
         return {index: self.supplier for index in member_indexes}

@@ -37,6 +37,10 @@ class WatermarkCoalescer:
     def observe(self, queue: int, watermark: Watermark) -> list[Watermark]:
         """Take a watermark (or the idle marker) from `queue`; return what to forward, in order."""
         timestamp = watermark.timestamp
+        if self._done[queue]:
+            raise ProcessorContractError(
+                f"{self.name}: watermark {timestamp} on input {queue} after the end of its stream"
+            )
         if timestamp == IDLE_TIMESTAMP:
             self._idle[queue] = True
             return self._check()
@@ -63,6 +67,8 @@ class WatermarkCoalescer:
 
     def queue_done(self, queue: int) -> list[Watermark]:
         """`queue` ended; it no longer holds the watermark back."""
+        if self._done[queue]:
+            raise ProcessorContractError(f"{self.name}: input {queue} ended twice (a duplicate DONE)")
         self._done[queue] = True
         return self._check()
 

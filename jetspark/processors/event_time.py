@@ -4,8 +4,9 @@
 `EventTimePolicy`: each source partition's watermark is its highest timestamp so far minus the
 allowed lag; the watermark emitted is the minimum over the partitions that are not idle, and goes
 out only when it rises. A partition that delivered nothing for the idle timeout is idle and no
-longer holds the minimum back; when all are idle, the idle marker (`IDLE_MESSAGE`) goes out once,
-so that the coalescer downstream ignores this processor until it sends again. A partition that
+longer holds the minimum back; when all are idle, the highest watermark any partition reached goes
+out (as in Jet), then the idle marker (`IDLE_MESSAGE`) once, so that the coalescer downstream
+ignores this processor until it sends again. A partition that
 never delivered anything holds the watermark back until it turns idle.
 
 Items are never dropped here: an item behind the emitted watermark passes, and the window or join
@@ -26,6 +27,7 @@ from jetspark.core.errors import ProcessorContractError
 from jetspark.core.inbox import Inbox
 from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.core.watermark import IDLE_MESSAGE, BroadcastKey, Watermark
+from jetspark.processors._timestamps import bad_timestamp
 
 _NEVER: Any = float("-inf")
 
@@ -51,6 +53,8 @@ class EventTimePolicy:
     throttling_frame_offset: int = 0
 
     def __attrs_post_init__(self) -> None:
+        if not callable(self.timestamp_fn):
+            raise TypeError(f"EventTimePolicy: timestamp_fn must be callable, got {self.timestamp_fn!r}")
         if self.allowed_lag < 0:
             raise ValueError(f"EventTimePolicy: allowed_lag must be >= 0, got {self.allowed_lag}")
         if self.throttling_frame_size < 1:
@@ -68,7 +72,9 @@ class EventTimeMapper:
 
     Call `observe(partition, timestamp)` for each item and `watermark(now)` whenever it may have
     changed (after items, and periodically while no item comes, so that idleness is noticed);
-    emit what `watermark` returns, if anything, and call it again only after that went out.
+    emit what `watermark` returns, if anything, and call it again only after that went out. When
+    every partition turns idle it returns the highest watermark reached (if not yet emitted) and,
+    on the next call, `IDLE_MESSAGE`: call it until it returns None.
     """
 
     __slots__ = (
@@ -168,11 +174,20 @@ class EventTimeMapper:
         if low is None:  # every partition is idle
             if self._idle_forwarded:
                 return None
+            # As Jet: first the highest watermark any partition reached (the windows the last
+            # items close come out now, not after the idle period), then the idle marker.
+            top = self._rise(max(self._tops))
+            if top is not None:
+                return top
             self._idle_forwarded = True
             return IDLE_MESSAGE
-        if low == _NEVER:
+        return self._rise(low)
+
+    def _rise(self, top: Any) -> Watermark | None:
+        """The watermark for the top timestamp `top` (lag and throttling applied), if it rises."""
+        if top == _NEVER:
             return None
-        wm = low - self._lag
+        wm = top - self._lag
         if self._frame > 1:
             wm -= (wm - self._offset) % self._frame
         if wm <= self._last_wm:
@@ -200,9 +215,20 @@ class _InsertWatermarksP(AbstractProcessor):
         self._scratch: list[Any] = []
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
-        if self._mapper.simple:
-            self._process_simple(inbox)
-            return
+        try:
+            if self._mapper.simple:
+                self._process_simple(inbox)
+            else:
+                self._process_partitions(inbox)
+        except TypeError as error:  # a datetime timestamp, say: say so, naming the vertex
+            for item in inbox:  # the first item whose timestamp is no number
+                clear = bad_timestamp(self.context.vertex_name, self._policy.timestamp_fn, item)
+                if clear is not None:
+                    raise clear from error
+            raise
+
+    def _process_partitions(self, inbox: Inbox) -> None:
+        """Several partitions or an idle timeout: item by item through the mapper."""
         if self._pending is not None and not self._flush_pending():
             return
         now = self._clock()
@@ -215,17 +241,18 @@ class _InsertWatermarksP(AbstractProcessor):
         remove = inbox.remove
         while (item := peek()) is not None:
             observe(partition_fn(item), timestamp_fn(item), now)
-            if not offer(item):
-                return  # offered again on the next call (and observed again: harmless)
-            remove()
-            wm = watermark(now)
+            wm = watermark(now)  # goes out before the item that raised it, as in Jet
             if wm is not None and not offer(wm):
-                self._pending = wm  # the item went out: its watermark goes first next time
+                self._pending = wm  # first thing next time, then the item (observed again: harmless)
                 return
+            if not offer(item):
+                return
+            remove()
 
     def _process_simple(self, inbox: Inbox) -> None:
         """One partition, no idle timeout: items go out in batches up to the next item that
-        raises the watermark, which follows its batch; per item only the timestamp is read."""
+        raises the watermark; that watermark goes out before the item (as in Jet), which then
+        starts the next batch. Per item only the timestamp is read."""
         mapper = self._mapper
         outbox = self.outbox
         timestamp_fn = self._policy.timestamp_fn
@@ -241,25 +268,26 @@ class _InsertWatermarksP(AbstractProcessor):
             top = first_top = mapper.top
             rises = False
             for item in inbox:
-                chunk.append(item)
                 timestamp = timestamp_fn(item)
                 if timestamp > top:
                     top = timestamp
                     if top >= threshold:
-                        rises = True
+                        rises = True  # the item stays in the inbox: it follows its watermark
                         break
+                chunk.append(item)
                 if len(chunk) >= room:
                     break
             if top > first_top:
                 mapper.observe(0, top, now)
-            if not outbox.offer_batch(chunk):
-                raise ProcessorContractError(
-                    f"vertex {self.context.vertex_name!r}: the outbox refused {len(chunk)} items "
-                    "right after reporting room for them"
-                )
-            inbox.drain_to(self._scratch, len(chunk))
-            self._scratch.clear()
-            chunk.clear()
+            if chunk:
+                if not outbox.offer_batch(chunk):
+                    raise ProcessorContractError(
+                        f"vertex {self.context.vertex_name!r}: the outbox refused {len(chunk)} items "
+                        "right after reporting room for them"
+                    )
+                inbox.drain_to(self._scratch, len(chunk))
+                self._scratch.clear()
+                chunk.clear()
             if rises:
                 wm = mapper.watermark(now)
                 if wm is not None and not outbox.offer(wm):
@@ -278,10 +306,11 @@ class _InsertWatermarksP(AbstractProcessor):
         """Notice idleness while no item comes (the engine calls this whenever the inbox is empty)."""
         if not self._flush_pending():
             return False
-        wm = self._mapper.watermark(self._clock())
-        if wm is not None and not self.outbox.offer(wm):
-            self._pending = wm
-            return False
+        now = self._clock()
+        while (wm := self._mapper.watermark(now)) is not None:  # the top, then the idle marker
+            if not self.outbox.offer(wm):
+                self._pending = wm
+                return False
         return True
 
     def save_to_snapshot(self) -> bool:
@@ -336,6 +365,22 @@ def insert_watermarks(
         raise ValueError(f"insert_watermarks: partition_count must be >= 1, got {partition_count}")
     if partition_fn is None and partition_count != 1:
         raise ValueError("insert_watermarks: partition_count > 1 needs a partition_fn")
-    return ProcessorSupplier.of(
+    return _InsertWatermarksSupplier(
         functools.partial(_InsertWatermarksP, policy, partition_fn or _single_partition, partition_count)
     )
+
+
+class _InsertWatermarksSupplier(ProcessorSupplier):
+    """Makes `_InsertWatermarksP`s, and asks the DAG for isolated inbound edges."""
+
+    def __init__(self, factory: Callable[[], _InsertWatermarksP]) -> None:
+        self._factory = factory
+
+    def get(self, count: int) -> list[_InsertWatermarksP]:
+        return [self._factory() for _ in range(count)]
+
+    def isolated_input_reason(self) -> str | None:
+        return "insert_watermarks: one source processor's stream, in its order"
+
+    def __repr__(self) -> str:
+        return "insert_watermarks(...)"

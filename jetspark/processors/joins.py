@@ -28,6 +28,7 @@ from jetspark.core.errors import ProcessorContractError
 from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.core.watermark import BroadcastKey, Watermark
 from jetspark.processors._snapshots import EntryWriter, lowest
+from jetspark.processors._timestamps import bad_timestamp
 from jetspark.processors.windows import LATE_ITEMS_METRIC, WindowPolicy
 
 _BUILD_DONE = BroadcastKey("hash-join-build-done")
@@ -79,11 +80,12 @@ class _HashJoinP(AbstractProcessor):
         matches = self._matches
         if matches is None:
             found = self._table.get(self._probe_key_fn(item))
+            mapper = self._mapper
             if found:
-                mapper = self._mapper
-                matches = [mapper(item, other) for other in found]
+                matches = [joined for other in found if (joined := mapper(item, other)) is not None]
             elif self._outer:
-                matches = [self._mapper(item, None)]
+                joined = mapper(item, None)
+                matches = [] if joined is None else [joined]
             else:
                 return True
             self._matches = matches
@@ -127,7 +129,8 @@ def hash_join(
 ) -> ProcessorSupplier:
     """Join the probe stream (ordinal 0) with the build side (ordinal 1) on equal keys; emit
     `mapper(probe_item, build_item)` per match (with `outer`, `mapper(probe_item, None)` for a
-    probe item without any). See the module docstring for the edges `build` asks for."""
+    probe item without any); a `mapper` result of None is not emitted (as in Jet). See the
+    module docstring for the edges `build` asks for."""
     if build not in _BUILD_MODES:
         raise ValueError(f"hash_join: build must be one of {_BUILD_MODES}, got {build!r}")
     return ProcessorSupplier.of(
@@ -159,7 +162,13 @@ class _WindowJoinP(AbstractProcessor):
 
     def try_process_item(self, ordinal: int, item: Any) -> bool:
         policy = self._policy
-        first = policy.frame_end(self._timestamp_fns[ordinal](item))
+        try:
+            first = policy.frame_end(self._timestamp_fns[ordinal](item))
+        except TypeError as error:  # a datetime timestamp, say: say so, naming the vertex
+            clear = bad_timestamp(self.context.vertex_name, self._timestamp_fns[ordinal], item)
+            if clear is None:
+                raise
+            raise clear from error
         if self._next_win is not None and first < self._next_win:
             self._late += 1
             return True

@@ -27,6 +27,7 @@ from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.core.watermark import BroadcastKey, Watermark
 from jetspark.processors._snapshots import EntryWriter, lowest
+from jetspark.processors._timestamps import WatermarkWatch, bad_timestamp
 from jetspark.processors.aggregate import AggregateOperation
 from jetspark.processors.windows import LATE_ITEMS_METRIC, WindowResult
 
@@ -57,17 +58,30 @@ class _SessionWindowP(AbstractProcessor):
         self._closing_index = 0
         self._writer = EntryWriter()
         self._restored_wm: int | None = None
+        self._wm_watch = WatermarkWatch()
 
     def custom_metrics(self) -> dict[str, int]:
         return {LATE_ITEMS_METRIC: self._late}
 
     def try_process_item(self, ordinal: int, item: Any) -> bool:
         timestamp = self._timestamp_fn(item)
-        if self._wm is not None and timestamp < self._wm:
-            self._late += 1
-            return True
+        try:
+            if self._wm is not None and timestamp < self._wm:
+                self._late += 1
+                return True
+            end = timestamp + self._gap
+        except TypeError as error:  # a datetime timestamp, say: say so, naming the vertex
+            clear = bad_timestamp(self.context.vertex_name, self._timestamp_fn, item)
+            if clear is None:
+                raise
+            raise clear from error
         op = self._op
-        self._add(self._key_fn(item), timestamp, timestamp + self._gap, op.accumulate(op.create(), item))
+        self._add(self._key_fn(item), timestamp, end, op.accumulate(op.create(), item))
+        return True
+
+    def try_process(self) -> bool:
+        if self._wm_watch.active:
+            self._wm_watch.poll(bool(self._sessions), self.context, "holds sessions")
         return True
 
     def _add(self, key: Hashable, start: int, end: int, acc: Any) -> None:
@@ -100,6 +114,7 @@ class _SessionWindowP(AbstractProcessor):
             heapq.heappush(self._deadlines, (merged[1], next(self._sequence), key))
 
     def try_process_watermark(self, watermark: Watermark) -> bool:
+        self._wm_watch.active = False
         if not self._emit_closed(watermark.timestamp):
             return False
         if not self.outbox.offer(watermark):

@@ -45,6 +45,7 @@ from jetspark.core.inbox import Inbox
 from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.core.watermark import BroadcastKey, Watermark
 from jetspark.processors._snapshots import EntryWriter, lowest
+from jetspark.processors._timestamps import WatermarkWatch, bad_timestamp
 from jetspark.processors.aggregate import AggregateOperation, _count_one, _zero
 
 _MISSING: Any = object()
@@ -94,8 +95,15 @@ class WindowPolicy:
         return timestamp - (timestamp - self.frame_offset) % self.frame_size
 
     def frame_end(self, timestamp: int) -> int:
-        """The end (name) of the frame holding `timestamp`."""
+        """The end (name) of the frame holding `timestamp` (Jet's `higherFrameTs`)."""
         return self.floor_frame(timestamp) + self.frame_size
+
+    def align_frame_end(self, frame_end: int) -> int:
+        """`frame_end` moved up to the nearest frame end of this grid (itself when on it): where
+        a frame made under another slide or offset (a restored snapshot, a stage-1 processor with
+        another policy, a frame built by hand) is kept, as Jet does with `higherFrameTs(ts - 1)`.
+        Every item of such a frame is below the aligned end, so none falls outside its windows."""
+        return self.frame_end(frame_end - 1)
 
     def frames_policy(self) -> WindowPolicy:
         """The tumbling policy of the frames themselves: what stage 1 emits by."""
@@ -146,6 +154,7 @@ class _WindowP(AbstractProcessor):
         self._last_early = time.monotonic()
         self._early: list[Any] | None = None
         self._early_index = 0
+        self._wm_watch = WatermarkWatch()
 
     # ---- input -----------------------------------------------------------------------------
 
@@ -162,6 +171,7 @@ class _WindowP(AbstractProcessor):
     # ---- emission --------------------------------------------------------------------------
 
     def try_process_watermark(self, watermark: Watermark) -> bool:
+        self._wm_watch.active = False
         limit = self._policy.floor_frame(watermark.timestamp)
         if not self._emit_windows(limit):
             return False
@@ -280,6 +290,8 @@ class _WindowP(AbstractProcessor):
     # ---- early results ---------------------------------------------------------------------
 
     def try_process(self) -> bool:
+        if self._wm_watch.active:
+            self._wm_watch.poll(bool(self._frames), self.context, "holds items")
         if not self._early_seconds:
             return True
         if self._early is None:
@@ -347,16 +359,25 @@ class _WindowP(AbstractProcessor):
             return
         floor, accs = value
         combine = self._op.combine
+        align = self._policy.align_frame_end
+        # Frames saved under another slide or offset land on this grid's next frame end; several
+        # may land on one (combined), as in Jet's restore under a changed window policy.
         for frame_end, acc in accs.items():
-            frame = self._frames.setdefault(frame_end, {})
+            frame = self._frames.setdefault(align(frame_end), {})
             current = frame.get(key, _MISSING)
             frame[key] = acc if current is _MISSING else combine(current, acc)
         if floor is not None and not self._policy.is_tumbling:
+            floor = align(floor)
             self._floors[key] = max(floor, self._floors.get(key, floor))
 
     def finish_snapshot_restore(self) -> bool:
         if self._restored_next is not None:
-            self._next_win = self._restored_next
+            next_win = self._policy.align_frame_end(self._restored_next)
+            self._next_win = next_win
+            # A smaller window than the one saved: frames no window still to come holds.
+            oldest_needed = next_win - self._policy.window_size
+            for frame_end in [f for f in self._frames if f <= oldest_needed]:
+                del self._frames[frame_end]
         return True
 
 
@@ -382,9 +403,15 @@ class _SlidingWindowP(_WindowP):
             self._accumulate_items(inbox)
 
     def _combine_entries(self, inbox: Inbox) -> None:
+        """Frames from stage 1 (or built by hand), each aligned to this grid first: a frame end
+        off the grid would otherwise name no window, and its items would be lost."""
         frames = self._frames
         combine = self._op.combine
-        for frame_end, key, acc in inbox:
+        size = self._policy.frame_size
+        offset = self._policy.frame_offset
+        for given_end, key, acc in inbox:
+            below = given_end - 1
+            frame_end = below - (below - offset) % size + size
             if self._is_late(frame_end):
                 continue
             frame = frames.get(frame_end)
@@ -411,24 +438,31 @@ class _SlidingWindowP(_WindowP):
         late = 0
         frame_end: Any = None
         frame: dict[Hashable, Any] = {}
-        for item in inbox:
-            timestamp = timestamp_fn(item)
-            end = timestamp - (timestamp - offset) % size + size
-            if next_win is not None and end < next_win:
-                late += 1
-                continue
-            if end != frame_end:
-                frame_end = end
-                found = frames.get(end)
-                if found is None:
-                    found = frames[end] = {}
-                frame = found
-            key = key_fn(item)
-            if counting:
-                frame[key] = frame.get(key, 0) + 1
-            else:
-                acc = frame.get(key, _MISSING)
-                frame[key] = accumulate(create() if acc is _MISSING else acc, item)
+        item: Any = None
+        try:
+            for item in inbox:
+                timestamp = timestamp_fn(item)
+                end = timestamp - (timestamp - offset) % size + size
+                if next_win is not None and end < next_win:
+                    late += 1
+                    continue
+                if end != frame_end:
+                    frame_end = end
+                    found = frames.get(end)
+                    if found is None:
+                        found = frames[end] = {}
+                    frame = found
+                key = key_fn(item)
+                if counting:
+                    frame[key] = frame.get(key, 0) + 1
+                else:
+                    acc = frame.get(key, _MISSING)
+                    frame[key] = accumulate(create() if acc is _MISSING else acc, item)
+        except TypeError as error:  # a datetime timestamp, say: say so, naming the vertex
+            clear = bad_timestamp(self.context.vertex_name, timestamp_fn, item)
+            if clear is None:
+                raise
+            raise clear from error
         self._late += late
         _discard_all(inbox)
 

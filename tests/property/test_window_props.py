@@ -137,16 +137,17 @@ def test_session_windows_are_the_runs_of_on_time_items(stream: list[Any], gap: i
 
 
 def stamped(timestamps: list[int], lag: int, frame: int) -> list[Any]:
-    """Each item, then a watermark whenever `floor_frame(top - lag)` rises (Jet's throttling)."""
+    """Each item, after a watermark whenever `floor_frame(top - lag)` rises (Jet's throttling;
+    the watermark goes before the item that raised it, as Jet's `InsertWatermarksP` emits it)."""
     out: list[Any] = []
     top = last = None
     for t in timestamps:
-        out.append((t, "k"))
         top = t if top is None else max(top, t)
         wm = (top - lag) - (top - lag) % frame
         if last is None or wm > last:
             out.append(Watermark(wm))
             last = wm
+        out.append((t, "k"))
     return out
 
 

@@ -99,15 +99,15 @@ def test_emitted_watermarks_rise_and_never_pass_a_partition_top(
 
 def test_insert_watermarks_in_every_mode() -> None:
     items = [(5, "a"), (3, "b"), (9, "c"), Watermark(100), (9, "d"), (12, "e")]
-    expected = [
-        (5, "a"),
+    expected = [  # each watermark before the item that raised it, as in Jet
         Watermark(3),
+        (5, "a"),
         (3, "b"),
-        (9, "c"),
         Watermark(7),
+        (9, "c"),
         (9, "d"),  # the upstream watermark was swallowed
-        (12, "e"),
         Watermark(10),
+        (12, "e"),
     ]
     (
         verify_processor(P.insert_watermarks(ts_of, allowed_lag=2))
@@ -121,7 +121,7 @@ def test_insert_watermarks_in_every_mode() -> None:
 
 def test_insert_watermarks_per_source_partition() -> None:
     items = [(5, 0), (20, 0), (7, 1), (30, 1), (25, 0)]
-    expected = [(5, 0), (20, 0), (7, 1), Watermark(7), (30, 1), Watermark(20), (25, 0), Watermark(25)]
+    expected = [(5, 0), (20, 0), Watermark(7), (7, 1), Watermark(20), (30, 1), Watermark(25), (25, 0)]
     verify_processor(
         P.insert_watermarks(ts_of, partition_fn=operator.itemgetter(1), partition_count=2)
     ).input(items).disable_redistribution().expect_output(expected)
