@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import numbers
+import os
 from typing import Any
 
 import attrs
@@ -88,6 +89,53 @@ class AdaptiveParallelism:
             )
 
 
+def _text_or_none(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise ValueError(f"JobConfig.{attribute.name} must be a non-empty str or None, got {value!r}")
+
+
+def _path_or_none(value: Any) -> Any:
+    """A `pathlib.Path` (any path-like) as its str; anything else as given, for the validator."""
+    return os.fspath(value) if isinstance(value, os.PathLike) else value
+
+
+def _flag(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not isinstance(value, bool):
+        raise ValueError(f"JobConfig.{attribute.name} must be True or False, got {value!r}")
+
+
+def _guarantee(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not isinstance(value, ProcessingGuarantee):
+        allowed = ", ".join(f"ProcessingGuarantee.{g.name}" for g in ProcessingGuarantee)
+        raise ValueError(f"JobConfig.{attribute.name} must be one of {allowed}, got {value!r}")
+
+
+def _millis(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Integral)
+        or not 1 <= int(value) <= _MAX_MILLIS
+    ):
+        raise ValueError(
+            f"JobConfig.{attribute.name} must be an int of milliseconds in [1, {_MAX_MILLIS}] "
+            f"(up to a year), got {value!r}"
+        )
+
+
+def _arguments(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not isinstance(value, dict):
+        raise ValueError(f"JobConfig.{attribute.name} must be a dict, got {type(value).__name__}")
+
+
+def _adaptive(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not isinstance(value, AdaptiveParallelism):
+        raise ValueError(f"JobConfig.{attribute.name} must be an AdaptiveParallelism or None, got {value!r}")
+
+
+#: The longest snapshot interval JobConfig takes: a year, in milliseconds.
+_MAX_MILLIS = 365 * 24 * 3600 * 1000
+
+
 def _positive_seconds_or_none(
     _instance: object, attribute: attrs.Attribute[Any], value: float | None
 ) -> None:
@@ -103,37 +151,44 @@ class JobConfig:
 
     `member_count` is the number of members (Spark tasks per stage, or simulated members in the
     local runner); None lets the runner choose. Counts must be ints >= 1 (the runners' own
-    `member_count` follows the same rule). `default_local_parallelism` is used for vertices
+    `member_count` follows the same rule). Every field is checked when the config is made (and
+    when a field is set): a value out of range raises ValueError (TypeError for a count that is
+    not an int) naming the field and what it takes. `default_local_parallelism` is used for vertices
     whose local parallelism is -1; jetspark defaults it to 1 because one Python thread per member
     does the work (the GIL makes more threads per member slower, not faster).
     """
 
-    name: str | None = None
-    processing_guarantee: ProcessingGuarantee = ProcessingGuarantee.NONE
-    snapshot_interval_millis: int = 10_000
+    name: str | None = attrs.field(default=None, validator=_text_or_none)
+    processing_guarantee: ProcessingGuarantee = attrs.field(
+        default=ProcessingGuarantee.NONE, validator=_guarantee
+    )
+    #: Between snapshots (on Spark: the length of an epoch); 1 ms to a year.
+    snapshot_interval_millis: int = attrs.field(default=10_000, validator=_millis)
     member_count: int | None = attrs.field(default=None, validator=_positive_or_none)
     default_local_parallelism: int = attrs.field(default=1, validator=_positive_or_none)
-    initial_snapshot_name: str | None = None
+    initial_snapshot_name: str | None = attrs.field(default=None, validator=_text_or_none)
     #: Where snapshots are persisted (a local path or an fsspec URL); None keeps them in memory.
     #: The job's directory under it is named after the job, so a job submitted again under the
     #: same name resumes from its last committed snapshot.
-    checkpoint_root: str | None = None
+    checkpoint_root: str | None = attrs.field(default=None, converter=_path_or_none, validator=_text_or_none)
     snapshots_retained: int = attrs.field(default=3, validator=_positive_or_none)
     #: Where the job's startpoints are kept (`jetspark startpoint set`); None: under the
     #: checkpoint root. Startpoints apply only to jobs that keep snapshots in a checkpoint root.
-    startpoints_directory: str | None = None
-    arguments: dict[str, Any] = attrs.field(factory=dict)
+    startpoints_directory: str | None = attrs.field(
+        default=None, converter=_path_or_none, validator=_text_or_none
+    )
+    arguments: dict[str, Any] = attrs.field(factory=dict, validator=_arguments)
     #: Merge chains of built-in stateless steps joined by local edges into one vertex, as Jet
     #: does (`jetspark.planning.fusion`): fewer queues per item; the merged vertices' metrics go.
-    fuse_vertices: bool = True
+    fuse_vertices: bool = attrs.field(default=True, validator=_flag)
     #: Leave out what cannot do work (`jetspark.planning.pruning`): processors that do no work
     #: without input and get none, members left with nothing, source partitions a key predicate
     #: excludes. Applies to jobs without a processing guarantee (a restored processor may have
     #: work without input). Off: every member runs every vertex, as before pruning existed.
-    pruning: bool = True
+    pruning: bool = attrs.field(default=True, validator=_flag)
     #: Batch jobs on Spark: decide the member count of each stage after a distributed edge from
     #: the bytes its producers wrote (`jetspark.planning.adaptive`). None (the default): off.
-    adaptive_parallelism: AdaptiveParallelism | None = None
+    adaptive_parallelism: AdaptiveParallelism | None = attrs.field(default=None, validator=_adaptive)
     #: Seconds with no progress anywhere, while items are pending or a processor with all its
     #: input has not completed, after which the job fails with `QuiescenceError` and a dump of
     #: every processor's watermarks and pending counts instead of hanging (seed 004's quiescence

@@ -15,6 +15,29 @@ class ProcessorContractError(JetsparkError):
     """A processor broke a rule of the `Processor` contract (for example a re-offer of a new item)."""
 
 
+def method_name(owner: object, method: str | None = None) -> str:
+    """`Class.method` for a processor and a method name, or for a bound method or function alone."""
+    if method is not None:
+        return f"{type(owner).__qualname__}.{method}"
+    bound_to = getattr(owner, "__self__", None)
+    name = getattr(owner, "__name__", None)
+    if bound_to is not None and name is not None:
+        return f"{type(bound_to).__qualname__}.{name}"
+    return getattr(owner, "__qualname__", None) or repr(owner)
+
+
+def not_a_bool(owner: object, method: str | None, result: object) -> ProcessorContractError:
+    """The error for a contract method that returned something other than True or False.
+
+    A None (a forgotten `return`) would otherwise read as False: the engine would call the method
+    again with the same item forever, and the job would never end."""
+    shown = "None (a forgotten return?)" if result is None else f"{result!r} ({type(result).__name__})"
+    return ProcessorContractError(
+        f"{method_name(owner, method)}() returned {shown}, not True or False: return True when done, "
+        "False to be called again with the same input"
+    )
+
+
 class PartitioningError(JetsparkError):
     """A partitioned edge could not route an item: its key function or partitioner raised. The
     message names the edge, the function and the item; the original error is the cause."""

@@ -6,6 +6,8 @@ import abc
 from collections.abc import Callable, Iterator, MutableSequence
 from typing import Any
 
+from jetspark.core.errors import not_a_bool
+
 
 class Inbox(abc.ABC):
     """A queue of items handed to `Processor.process` (or `restore_from_snapshot`).
@@ -43,13 +45,17 @@ class Inbox(abc.ABC):
         """Pass head items to `handler`, removing each one it returns True for.
 
         `handler(item)`, or `handler(ordinal, item)` when `ordinal` is given. Stops at the first
-        False (that item stays at the head) and returns False; True once the inbox is empty.
+        False (that item stays at the head) and returns False; True once the inbox is empty. A
+        falsy result other than False (None from a forgotten `return`) raises
+        `ProcessorContractError` naming the handler, instead of offering the item again forever.
         `AbstractProcessor.process` uses it, so an inbox that walks its items without a
         `peek`/`remove` call per item makes every user processor faster.
         """
         while (item := self.peek()) is not None:
-            if not (handler(item) if ordinal is None else handler(ordinal, item)):
-                return False
+            if not (done := handler(item) if ordinal is None else handler(ordinal, item)):
+                if done is False:
+                    return False
+                raise not_a_bool(handler, None, done)
             self.remove()
         return True
 

@@ -69,6 +69,10 @@ class Processor(abc.ABC):
     #: Alias so that code written against Jet's nested `Processor.Context` reads the same.
     Context: ClassVar[type[ProcessorContext]] = ProcessorContext
 
+    #: A source that may rightly be quiet for long (a streaming source waiting for data) says so,
+    #: and the quiescence check does not warn that the job waits for it (docs/quiescence.md).
+    waits_for_data: ClassVar[bool] = False
+
     def is_cooperative(self) -> bool:
         """Whether this processor may share a thread with others (see the module docstring).
 

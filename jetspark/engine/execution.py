@@ -17,16 +17,23 @@ progress and no non-cooperative call was running, while items are still pending 
 processor that has all its input never completes), nothing can ever move again, so the execution
 fails with `QuiescenceError` and a dump of every processor's watermarks and pending counts
 instead of hanging. A quiet streaming source with nothing pending is not stuck: it waits for data.
+But a bounded source whose `complete()` returns False without emitting looks the same, and the
+job would wait for it forever: after the timeout with nothing pending, each source that has not
+completed (and does not declare `waits_for_data`) is named once in a warning. A non-cooperative
+call running that long is named once too (it may be blocked for good).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 
 from jetspark.core.errors import JobFailedError, QuiescenceError
 from jetspark.engine.tasklet import ProcessorTasklet
+
+_log = logging.getLogger("jetspark.engine")
 
 
 class IdleStrategy:
@@ -67,8 +74,11 @@ class Execution:
         self._quiescence_timeout = quiescence_timeout
         self._last_progress = time.monotonic()
         self._next_quiescence_check = 0.0
-        #: Non-cooperative tasklets inside a call now: the job is in progress while any is.
-        self._in_call: set[int] = set()
+        #: Non-cooperative tasklets inside a call now, and when the call began: the job is in
+        #: progress while any is.
+        self._in_call: dict[int, float] = {}
+        #: Tasklets already named in a warning of the quiescence check (once each).
+        self._warned: set[int] = set()
         self._on_tick = on_tick or (lambda: None)
         self._on_idle = on_idle or (lambda: False)
         self._stop = threading.Event()
@@ -140,14 +150,14 @@ class Execution:
         stop = self._stop
         in_call = self._in_call
         while not tasklet.is_done and not stop.is_set():
-            in_call.add(id(tasklet))
+            in_call[id(tasklet)] = time.monotonic()
             try:
                 progress = tasklet.call()
             except BaseException as error:
                 self._fail(tasklet, error)
                 return
             finally:
-                in_call.discard(id(tasklet))
+                in_call.pop(id(tasklet), None)
             if progress:
                 self._last_progress = time.monotonic()
                 idle.reset()
@@ -193,13 +203,46 @@ class Execution:
         now = time.monotonic()
         if now - self._last_progress < self._quiescence_timeout or now < self._next_quiescence_check:
             return False
-        if self._in_call:
-            return False
         self._next_quiescence_check = now + min(1.0, self._quiescence_timeout)
-        return any(
+        if self._in_call:
+            self._warn_long_calls(now)
+            return False
+        if any(
             not tasklet.is_done and (tasklet.pending_count() > 0 or tasklet.awaits_completion())
             for tasklet in self.tasklets
-        )
+        ):
+            return True
+        self._warn_quiet_sources()
+        return False
+
+    def _warn_once(self, tasklet: ProcessorTasklet, message: str) -> None:
+        if id(tasklet) not in self._warned:
+            self._warned.add(id(tasklet))
+            _log.warning("%s: %s", tasklet.name, message)
+
+    def _warn_quiet_sources(self) -> None:
+        """Nothing moved for the timeout and nothing is pending: the job waits for its sources."""
+        for tasklet in self.tasklets:
+            if tasklet.streams or tasklet.is_done or type(tasklet.processor).waits_for_data:
+                continue
+            self._warn_once(
+                tasklet,
+                f"a source that has neither emitted nor completed for {self._quiescence_timeout:g} s, "
+                f"and nothing else is pending: the job waits for it. If it is bounded, its "
+                f"{type(tasklet.processor).__qualname__}.complete() must return True once it emitted "
+                "everything; a source that waits for data declares waits_for_data = True",
+            )
+
+    def _warn_long_calls(self, now: float) -> None:
+        assert self._quiescence_timeout is not None
+        for tasklet in self.tasklets:
+            began = self._in_call.get(id(tasklet))
+            if began is not None and now - began >= self._quiescence_timeout:
+                self._warn_once(
+                    tasklet,
+                    f"one call of this non-cooperative processor has run for {now - began:.0f} s and "
+                    "nothing else moved meanwhile; if it is blocked for good, the job hangs",
+                )
 
     def _quiescence_error(self) -> QuiescenceError:
         stuck = [t for t in self.tasklets if not t.is_done]

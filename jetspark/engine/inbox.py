@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator, MutableSequence
 from itertools import islice
 from typing import Any
 
+from jetspark.core.errors import not_a_bool
 from jetspark.core.inbox import Inbox
 
 _EMPTY: list[Any] = []
@@ -70,15 +71,21 @@ class ListInbox(Inbox):
         end = len(items)
         head = self._head
         index = head  # kept on every way out: the head moves past the items handled
+        # A result other than True or False (None from a forgotten return) is caught where the
+        # loop stops, so it costs nothing per item: a falsy one would re-offer the item forever.
         try:
             if ordinal is None:
                 for index in range(head, end):
-                    if not handler(items[index]):
-                        return False
+                    if not (done := handler(items[index])):
+                        if done is False:
+                            return False
+                        raise not_a_bool(handler, None, done)
             else:
                 for index in range(head, end):
-                    if not handler(ordinal, items[index]):
-                        return False
+                    if not (done := handler(ordinal, items[index])):
+                        if done is False:
+                            return False
+                        raise not_a_bool(handler, None, done)
             index = end
             return True
         finally:

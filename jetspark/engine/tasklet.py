@@ -15,7 +15,9 @@ Invariants: a method that returned False is called again before any other (excep
 whenever the inbox is empty (before the first batch too, as in Jet), never during restore;
 `save_to_snapshot` only with an empty inbox; `snapshot_commit_finish` may not emit; nothing is
 emitted once `complete()` returned True (the outbox is sealed); a call ends after a method that
-left an offer unfinished; `close` runs exactly once.
+left an offer unfinished; `close` runs exactly once. A method that must return a bool and
+returns anything else (None from a forgotten `return`) fails the job with
+`ProcessorContractError` naming the class and method: read as False it would be called forever.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from itertools import chain
 from typing import Any
 
 from jetspark.core.context import ProcessorContext
-from jetspark.core.errors import ProcessorContractError
+from jetspark.core.errors import ProcessorContractError, not_a_bool
 from jetspark.core.processor import Processor
 from jetspark.core.watermark import Watermark
 from jetspark.engine.coalescer import WatermarkCoalescer
@@ -173,7 +175,10 @@ class ProcessorTasklet:
         if state is State.PROCESS_WATERMARKS:
             return self._process_watermarks()
         if state is State.NULLARY_PROCESS:
-            if not self.processor.try_process():
+            done = self.processor.try_process()
+            if done is not True:
+                if done is not False:
+                    raise not_a_bool(self.processor, "try_process", done)
                 return False
             self.state = State.PROCESS_INBOX
             return False
@@ -181,10 +186,13 @@ class ProcessorTasklet:
             return self._complete()
         if state is State.COMPLETE_EDGE:
             stream = self._edges_to_complete[0]
-            if self.processor.complete_edge(stream.ordinal):
+            done = self.processor.complete_edge(stream.ordinal)
+            if done is True:
                 self._edges_to_complete.popleft()
                 self.state = State.PROCESS_WATERMARKS  # as Jet: watermarks and try_process next
                 return True
+            if done is not False:
+                raise not_a_bool(self.processor, "complete_edge", done)
             return False
         if state is State.SAVE_SNAPSHOT:
             return self._save_snapshot()
@@ -194,6 +202,8 @@ class ProcessorTasklet:
                 done = self.processor.snapshot_commit_prepare()
             finally:
                 self.outbox.allow_snapshot_offers(None)
+            if done is not True and done is not False:
+                raise not_a_bool(self.processor, "snapshot_commit_prepare", done)
             if done:
                 self.state = State.EMIT_BARRIER
             return done
@@ -204,9 +214,12 @@ class ProcessorTasklet:
         if state is State.RESTORE:
             return self._restore()
         if state is State.FINISH_RESTORE:
-            if self.processor.finish_snapshot_restore():
+            done = self.processor.finish_snapshot_restore()
+            if done is True:
                 self.state = self._processing_start_state()
                 return True
+            if done is not False:
+                raise not_a_bool(self.processor, "finish_snapshot_restore", done)
             return False
         if state is State.EMIT_DONE:
             if self.outbox.offer_special_to_all(DONE):
@@ -339,8 +352,10 @@ class ProcessorTasklet:
             done = self.outbox.offer(watermark) if self.outbox.bucket_count() else True
         else:
             done = self.processor.try_process_watermark(watermark)
-            if done:
+            if done is True:
                 self.input_watermark = watermark.timestamp
+            elif done is not False:
+                raise not_a_bool(self.processor, "try_process_watermark", done)
         if done:
             pending.popleft()
         return done
@@ -364,6 +379,8 @@ class ProcessorTasklet:
         finally:
             if blocked:
                 self.outbox.block(False)
+        if done is not True and done is not False:
+            raise not_a_bool(self.processor, "complete", done)
         if done:
             if self.outbox.has_unfinished_item():
                 raise ProcessorContractError(
@@ -384,6 +401,8 @@ class ProcessorTasklet:
             done = self.processor.save_to_snapshot()
         finally:
             self.outbox.allow_snapshot_offers(None)
+        if done is not True and done is not False:
+            raise not_a_bool(self.processor, "save_to_snapshot", done)
         if done:
             assert self._barrier is not None
             self.state = State.EMIT_BARRIER if self._barrier.is_export_only else State.COMMIT_PREPARE
@@ -439,6 +458,8 @@ class ProcessorTasklet:
             done = self.processor.snapshot_commit_finish(snapshot.phase2_success)
         finally:
             self.outbox.forbid_offers(None)
+        if done is not True and done is not False:
+            raise not_a_bool(self.processor, "snapshot_commit_finish", done)
         if done:
             self._phase2_done_id = snapshot.phase2_id
             snapshot.phase2_done(snapshot.phase2_id)

@@ -39,6 +39,8 @@ _FILE = "file"
 
 
 class _DirectoryStreamP(AbstractProcessor):
+    waits_for_data = True
+
     def __init__(
         self,
         directory: str,

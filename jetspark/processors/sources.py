@@ -173,6 +173,7 @@ class _GeneratorP(_SlicedSource):
     """Emits `fn(seq)` for the sequence numbers of its slices, in rising order, as they fall due."""
 
     factory = "generator_stream"
+    waits_for_data = True
 
     def __init__(
         self,

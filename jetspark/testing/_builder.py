@@ -146,6 +146,14 @@ class ProcessorVerifier:
         self.settings.max_calls = calls
         return self
 
+    def timeout(self, seconds: float | None) -> ProcessorVerifier:
+        """Fail when one method loop (e.g. `complete()` until True) lasts longer than `seconds`
+        (default 30), naming the method that did not return True; None: no time limit."""
+        if seconds is not None and not seconds > 0:
+            raise ValueError(f"timeout must be a number of seconds > 0 or None, got {seconds!r}")
+        self.settings.timeout_seconds = seconds
+        return self
+
     def job_config(self, config: JobConfig) -> ProcessorVerifier:
         self.settings.job_config = config
         return self

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from jetspark.core.errors import ProcessorContractError
+from jetspark.core.errors import ProcessorContractError, not_a_bool
 from jetspark.core.watermark import Watermark
 from jetspark.engine.coalescer import WatermarkCoalescer
 from jetspark.engine.execution import IdleStrategy
@@ -63,6 +63,7 @@ class Harness:
         self._merge: list[WatermarkCoalescer] | None = None
         self._floor: list[int | None] = [None] * output_count
         self._idle = IdleStrategy()
+        self._loop_started = time.monotonic()
         #: The input edges' watermark state: it outlives a restore (the edges are not restored,
         #: they go on), so processors made by a restore start from a copy of it.
         self._inputs = WatermarkCoalescer(self.input_count, "input edges")
@@ -241,7 +242,9 @@ class Harness:
             any_progress = False
             for inst in pending:
                 mark = inst.mark()
-                done = bool(self._invoke(inst, "complete", inst.processor.complete))
+                done = self._as_bool(
+                    inst, "complete", self._invoke(inst, "complete", inst.processor.complete)
+                )
                 progressed = done or inst.mark() != mark
                 self._check_result(inst, "complete", done, progressed)
                 self._collect(inst)
@@ -416,13 +419,21 @@ class Harness:
         stalled_since: float | None = None
         while True:
             mark = inst.mark()
-            done = bool(self._invoke(inst, method, fn, *args))
+            done = self._as_bool(inst, method, self._invoke(inst, method, fn, *args))
             progressed = done or inst.mark() != mark
             self._check_result(inst, method, done, progressed or not progress_check)
             self._collect(inst)
             if done:
                 return
             calls, stalled_since = self._guard(inst, method, calls, progressed, stalled_since)
+
+    def _as_bool(self, inst: Instance, method: str, result: Any) -> bool:
+        """`result` of a method that must return a bool; anything else breaks the contract (the
+        engine raises `ProcessorContractError` for it: read as False it would loop forever)."""
+        if result is True or result is False:
+            return result
+        error = not_a_bool(inst.processor, method, result)
+        raise Violation(FailureKind.CONTRACT, f"{inst.name}: {error}") from error
 
     def _check_result(self, inst: Instance, method: str, done: bool, progressed: bool) -> None:
         if done and inst.outbox.has_unfinished_item():
@@ -441,8 +452,21 @@ class Harness:
     def _guard(
         self, inst: Instance, method: str, calls: int, progressed: bool, stalled_since: float | None
     ) -> tuple[int, float | None]:
-        """Count a call of a method loop; fail when the loop looks endless; back off when idle."""
+        """Count a call of a method loop; fail when the loop looks endless (too many calls, too
+        long, or too long without progress); back off when idle."""
+        now = time.monotonic()
+        if calls == 0:
+            self._loop_started = now
         calls += 1
+        limit = self.settings.timeout_seconds
+        bounded_elsewhere = method == "complete" and self.settings.run_until is not None
+        if limit is not None and not bounded_elsewhere and now - self._loop_started > limit:
+            raise Violation(
+                FailureKind.NEVER_FINISHES,
+                f"{inst.name}: {method}() did not return True within {limit:g} s ({calls} calls"
+                f"{', the last ones made progress' if progressed else ''}); for a streaming processor "
+                "use run_until_output_matches() or disable_complete_call(), or raise the limit with timeout()",
+            )
         if calls >= self.settings.max_calls:
             raise Violation(
                 FailureKind.NEVER_FINISHES,
@@ -452,7 +476,6 @@ class Harness:
         if progressed:
             self._idle.reset()
             return calls, None
-        now = time.monotonic()
         if stalled_since is None:
             stalled_since = now
         elif now - stalled_since > self.settings.stall_seconds:
@@ -514,7 +537,7 @@ def _with_snapshot_offers(inst: Instance, method: str) -> Callable[[], bool]:
     def call() -> bool:
         inst.outbox.allow_snapshot_offers(method)
         try:
-            return bool(fn())
+            return fn()  # type: ignore[no-any-return]
         finally:
             inst.outbox.allow_snapshot_offers(None)
 

@@ -43,6 +43,9 @@ class Settings:
     max_calls: int = 1_000_000
     #: ... or after this many seconds without progress (reachable with the progress check off).
     stall_seconds: float = 10.0
+    #: ... or after this many seconds in all, progress or not (None: no limit), so that a
+    #: verification never hangs; `run_until_output_matches` bounds its `complete()` loop itself.
+    timeout_seconds: float | None = 30.0
     vertex_name: str = "processor-under-test"
     attributes: dict[str, Any] = attrs.field(factory=dict)
 

@@ -107,6 +107,8 @@ def run_verification(supplier: SupplierLike, settings: Settings, expectation: Ex
         result, name = run_mode(supplier, settings, expectation, mode, _fresh(mixed))
         results.append(result)
         names.append(name)
+        if result.violation is not None and result.violation.kind is FailureKind.NEVER_FINISHES:
+            break  # the other modes would loop as long: one is enough to report
     diagnosis = diagnose(results, has_input)
     if diagnosis is not None:
         kind, primary = diagnosis

@@ -4,6 +4,8 @@ and a slow job that still moves, or a source waiting for data, is left alone."""
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
 from typing import Any
 
@@ -185,3 +187,75 @@ def test_pending_counts_show_while_the_job_runs() -> None:
         assert "input_watermark" not in job.metrics()["stuck"]
     finally:
         job.cancel()
+
+
+class QuietSource(AbstractProcessor):
+    """A bounded source with a bug: complete() returns False forever, emitting nothing."""
+
+    def complete(self) -> bool:
+        return False
+
+
+class WaitingSource(QuietSource):
+    """A streaming source that waits for data: it says so."""
+
+    waits_for_data = True
+
+
+def warnings_naming(caplog: pytest.LogCaptureFixture, text: str) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and text in r.getMessage()]
+
+
+def test_a_source_that_never_emits_nor_completes_is_named_in_one_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Nothing is pending, so the job is not failed (a streaming source waiting for data looks the
+    same), but the user learns which source the job waits for; a source that declares
+    `waits_for_data` is not named."""
+    caplog.set_level(logging.WARNING, logger="jetspark.engine")
+    dag = DAG()
+    quiet = dag.new_vertex("quiet", QuietSource)
+    waiting = dag.new_vertex("waiting", WaitingSource)
+    sink = dag.new_vertex("sink", collect())
+    dag.edge(Edge.between(quiet, sink)).edge(Edge.from_(waiting).to(sink, 1))
+    job = LocalRunner().submit(dag, QUICK)
+    try:
+        wait_until(lambda: warnings_naming(caplog, "vertex 'quiet'"), "a warning naming the quiet source")
+        [message] = warnings_naming(caplog, "vertex 'quiet'")
+        assert "a source that has neither emitted nor completed for 0.3 s" in message
+        assert "QuietSource.complete() must return True once it emitted everything" in message
+        assert not warnings_naming(caplog, "vertex 'waiting'")  # the same check skipped it
+        assert job.status is JobStatus.RUNNING
+    finally:
+        job.cancel()
+    assert len(warnings_naming(caplog, "vertex 'quiet'")) == 1
+
+
+class BlocksUntilReleased(AbstractProcessor):
+    """Non-cooperative: the first item blocks inside the call until the test releases it."""
+
+    def __init__(self, release: threading.Event) -> None:
+        self.release = release
+
+    def is_cooperative(self) -> bool:
+        return False
+
+    def try_process_item(self, ordinal: int, item: Any) -> bool:
+        self.release.wait()
+        return self.try_emit(item)
+
+
+def test_a_non_cooperative_call_that_runs_past_the_timeout_is_named_in_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="jetspark.engine")
+    release = threading.Event()
+    job = LocalRunner().submit(pipeline(lambda: BlocksUntilReleased(release)), QUICK)
+    try:
+        wait_until(lambda: warnings_naming(caplog, "vertex 'stuck'"), "a warning naming the long call")
+        [message] = warnings_naming(caplog, "vertex 'stuck'")
+        assert "one call of this non-cooperative processor has run for" in message
+    finally:
+        release.set()
+    job.join(30)
+    assert sorted(job.result("sink")) == list(range(10))

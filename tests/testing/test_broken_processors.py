@@ -165,6 +165,52 @@ def test_a_method_loop_that_never_ends_is_caught() -> None:
     assert "complete() was called 500 times" in str(error)
 
 
+def test_a_method_loop_that_runs_past_the_timeout_names_the_method_that_did_not_return_true() -> None:
+    """Every call makes progress (it emits), so only the time limit can end it; by default 30 s,
+    and only the first mode runs into it (the others would take as long)."""
+    verifier = verify_processor(EndlessSource).timeout(0.2)
+    started = time.monotonic()
+    error = failure_of(lambda: verifier.expect_output([]))
+    assert_names_class(error, FailureKind.NEVER_FINISHES)
+    assert "complete() did not return True within 0.2 s" in str(error)
+    assert "the last ones made progress" in str(error)
+    assert time.monotonic() - started < 10  # one mode, not every mode, ran into the limit
+
+
+def test_the_verification_timeout_has_a_default_and_refuses_bad_values() -> None:
+    assert verify_processor(EndlessSource).settings.timeout_seconds == 30.0
+    with pytest.raises(ValueError, match="timeout must be a number of seconds > 0 or None, got -1"):
+        verify_processor(EndlessSource).timeout(-1)
+
+
+# ---- a bool method that returns something else --------------------------------------------------
+
+
+class ForgetsReturnInComplete(Dedup):
+    def complete(self) -> bool:
+        self.try_emit("more")  # and no return: None, which would loop as False, forever
+        return None  # type: ignore[return-value]
+
+
+class ForgetsReturnPerItem(Dedup):
+    def try_process_item(self, ordinal: int, item: Any) -> bool:
+        self.try_emit(item)
+        return None  # type: ignore[return-value]
+
+
+def test_complete_returning_none_is_a_contract_error_naming_class_and_method() -> None:
+    error = failure_of(lambda: verify_processor(ForgetsReturnInComplete).expect_output(["more"]))
+    assert_names_class(error, FailureKind.CONTRACT)
+    assert "ForgetsReturnInComplete.complete() returned None (a forgotten return?)" in str(error)
+
+
+def test_try_process_item_returning_none_is_a_contract_error_naming_class_and_method() -> None:
+    verifier = verify_processor(ForgetsReturnPerItem).input(["a", "b"])
+    error = failure_of(lambda: verifier.expect_output(["a", "b"]))
+    assert_names_class(error, FailureKind.CONTRACT)
+    assert "ForgetsReturnPerItem.try_process_item() returned None (a forgotten return?)" in str(error)
+
+
 # ---- blocks in a cooperative call ------------------------------------------------------------
 
 
