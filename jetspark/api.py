@@ -89,7 +89,9 @@ def run(dag: DAG, config: JobConfig | None = None, runner: Any = None, timeout: 
     """Run `dag` to the end on `runner` (default: `default_runner()`); return the finished job.
 
     The job's `result(vertex)` and `metrics()` are then complete; a failure is re-raised
-    (`JobFailedError` naming the vertex and processor).
+    (`JobFailedError` naming the vertex and processor). A job suspended from the web UI that
+    `JETSPARK_UI` serves is not over: `run` says so and waits until it is resumed (and then for its
+    end) or cancelled there.
     """
     config = config or JobConfig()
     if os.environ.get(START_OVER_ENV) == "1" and not config.start_over:
@@ -97,19 +99,28 @@ def run(dag: DAG, config: JobConfig | None = None, runner: Any = None, timeout: 
     if _capturing:
         raise DagCaptured(dag, config)
     ui = os.environ.get(UI_ENV, "").strip()
+    server = None
     if ui:  # before submit: the UI sees jobs as they are created
         from jetspark.web import serve_address
 
         try:
-            serve_address(ui)
+            server = serve_address(ui)
         except (OSError, ValueError) as error:
             raise WebUIError(f"{error} (--ui-port picks another port; 0 any free one)") from error
     runner = runner if runner is not None else default_runner()
     job = runner.submit(dag, config)
     try:
         with _progress(job):
-            return job.join(timeout)
+            job.join(timeout)
+            while server is not None and job.status.value == "suspended":  # suspended from the UI
+                from jetspark.web.server import wait_while_suspended
+
+                wait_while_suspended(job, server)  # until resumed or cancelled there
+                job.join(timeout)
+            return job
     except KeyboardInterrupt:  # Ctrl-C: a job with snapshots stops cleanly, resumable
+        if job.status.value == "suspended":  # already: it stays so
+            raise
         if config.snapshots_enabled and hasattr(job, "suspend"):
             _log.warning("job %r: interrupted; suspending it (submit it again to resume)", job.name)
             job.suspend()

@@ -17,12 +17,17 @@ Contract checks, each a `ProcessorContractError` naming the processor:
 - `offer_to_snapshot` only while the tasklet allows it (from `save_to_snapshot` and
   `snapshot_commit_prepare`).
 The checks live on the slow path, which a refusal, a seal or a ban already switches on.
+
+Back-pressure is measured as Flink does, in time: from a flush that a full downstream queue left
+unfinished to the next flush that empties every buffer (`backpressured_seconds()`). It costs
+two falsy checks per call (not per item) while nothing is blocked.
 """
 
 from __future__ import annotations
 
 import pickle
 import reprlib
+import time
 from collections.abc import Callable, Iterator, Sequence
 from itertools import islice
 from typing import Any
@@ -88,6 +93,10 @@ class OutboxImpl(Outbox):
         self._buffer0: list[Any] = self.buffers[0] if self.buffers else []
         self._snapshot_allowed_in: str | None = None
         self.emitted_count = 0
+        #: Seconds of earlier back-pressure spells; `_blocked_since` the start (monotonic) of the
+        #: current one, 0.0 when none.
+        self._backpressured = 0.0
+        self._blocked_since = 0.0
         all_ordinals = tuple(range(len(self.collectors)))
         self._all_ordinals = all_ordinals
         if len(self.collectors) == 1:
@@ -288,7 +297,19 @@ class OutboxImpl(Outbox):
         if self.snapshot_buffer and self._snapshot_sink is not None:
             self._snapshot_sink(self.snapshot_buffer)
             self.snapshot_buffer = []
+        if not done:  # a downstream queue is at capacity: back-pressure begins, or goes on
+            if not self._blocked_since:
+                self._blocked_since = time.monotonic()
+        elif self._blocked_since:
+            self._backpressured += time.monotonic() - self._blocked_since
+            self._blocked_since = 0.0
         return done
+
+    def backpressured_seconds(self) -> float:
+        """Seconds the outbox held items that a full downstream queue refused, so far (the
+        current spell included)."""
+        since = self._blocked_since
+        return self._backpressured + (time.monotonic() - since if since else 0.0)
 
     def offer_special_to_all(self, item: Any) -> bool:
         """Flush, then send a special item (barrier, DONE) to every queue of every ordinal."""

@@ -35,6 +35,7 @@ from jetspark.processors.staging import STAGING_ATTRIBUTE
 from jetspark.runners import durable, identity, startpoints
 from jetspark.runners.job import JobHandle, JobStatus
 from jetspark.runners.member import (
+    BACKPRESSURED_MS,
     PENDING_FIGURES,
     MemberExecution,
     add_metrics,
@@ -205,7 +206,8 @@ class LocalJob(JobHandle):
         (a vertex pruned everywhere counts zero); and now, its watermarks and pending counts
         (`runners.member.tasklet_status`)."""
         out = {
-            vertex.name: dict.fromkeys(("received", "emitted", *PENDING_FIGURES), 0) for vertex in self.dag
+            vertex.name: dict.fromkeys(("received", "emitted", BACKPRESSURED_MS, *PENDING_FIGURES), 0)
+            for vertex in self.dag
         }
         add_metrics(out, self._metrics_base)
         tasklets = self._tasklets

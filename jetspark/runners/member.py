@@ -159,14 +159,21 @@ def _close_unused(processor: Processor, vertex: str, member: int, index: int) ->
         )
 
 
+#: A counter of `tasklet_metrics`: milliseconds the vertex's processors were back-pressured (held
+#: items a full downstream queue refused), summed over them (`OutboxImpl.backpressured_seconds`).
+BACKPRESSURED_MS = "backpressured_ms"
+
+
 def tasklet_metrics(tasklets: Iterable[ProcessorTasklet]) -> dict[str, dict[str, int]]:
-    """Per vertex: items `received` and `emitted`, and the processors' own counters
-    (`Processor.custom_metrics`, such as `late_items_dropped`), summed over `tasklets`."""
+    """Per vertex: items `received` and `emitted`, milliseconds back-pressured
+    (`BACKPRESSURED_MS`), and the processors' own counters (`Processor.custom_metrics`, such as
+    `late_items_dropped`), summed over `tasklets`."""
     out: dict[str, dict[str, int]] = {}
     for tasklet in tasklets:
-        slot = out.setdefault(tasklet.context.vertex_name, {"received": 0, "emitted": 0})
+        slot = out.setdefault(tasklet.context.vertex_name, {"received": 0, "emitted": 0, BACKPRESSURED_MS: 0})
         slot["received"] += tasklet.received_count
         slot["emitted"] += tasklet.outbox.emitted_count
+        slot[BACKPRESSURED_MS] += int(tasklet.outbox.backpressured_seconds() * 1000)
         for name, value in tasklet.processor.custom_metrics().items():
             slot[name] = slot.get(name, 0) + value
     return out

@@ -18,7 +18,7 @@ import threading
 import time
 
 from jetspark.api import UI_KEEP_ENV
-from jetspark.runners.job import JobHandle
+from jetspark.runners.job import JobHandle, JobStatus
 from jetspark.web.app import create_app
 from jetspark.web.registry import JobRegistry
 
@@ -26,6 +26,8 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8740
 #: Seconds the `--ui` server serves on after the job file ends.
 LINGER_SECONDS = 5.0
+#: How often `wait_while_suspended` looks at the job's status (seconds).
+SUSPENDED_POLL = 0.2
 
 
 _current: WebServer | None = None
@@ -143,3 +145,21 @@ def serve_address(address: str) -> WebServer:
 
     atexit.register(linger)
     return server
+
+
+def wait_while_suspended(job: JobHandle, server: WebServer) -> None:
+    """Say on standard error that `job` is suspended and how to resume it, then wait until it is
+    no longer suspended (resumed or cancelled from `server`'s page); Ctrl-C leaves it suspended."""
+    key = server.add(job)
+    if getattr(job, "store", None) is not None:
+        later = "run the job file again to resume it from its last snapshot"
+    else:
+        later = "its snapshot is in this process only (JobConfig.checkpoint_root keeps it): the job ends"
+    print(
+        f"jetspark: job {job.name!r} is suspended, not done: resume (or cancel) it at "
+        f"{server.url}jobs/{key}; Ctrl-C leaves it suspended ({later})",
+        file=sys.stderr,
+        flush=True,
+    )
+    while job.status is JobStatus.SUSPENDED:
+        time.sleep(SUSPENDED_POLL)

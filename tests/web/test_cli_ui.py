@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -12,9 +13,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.gates import Gate
+from tests.waiting import wait_until
 from tests.web.browser import wait_for_figure, wait_for_state
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -54,6 +57,9 @@ class Command:
     def wait_for_url(self, timeout: float) -> str:
         assert self._url.wait(timeout), "".join(self.output)
         return self.url
+
+    def printed(self) -> str:
+        return "".join(self.output)
 
     def finish(self, timeout: float) -> tuple[int, str]:
         """Exit code and everything printed."""
@@ -105,6 +111,59 @@ def test_run_local_with_ui_then_cancel_in_the_browser(
     code, out = run.finish(60)
     assert code == 1 and "job 'watched' was cancelled" in out and "Traceback" not in out, out
     assert "watched: [" not in out  # the job file did not go on as if the job had completed
+
+
+def test_a_job_suspended_in_the_browser_waits_there_to_be_resumed(
+    page: Any, tmp_path: Path, start: Callable[..., Command]
+) -> None:
+    """Suspended is not done: the command says how to resume, keeps the UI up, and the resume
+    button continues the job to its end."""
+    gate = Gate(tmp_path / "gate", hold_at=300)
+    checkpoints = str(tmp_path / "checkpoints")
+    run = start(
+        "run", "--local", "--quiet", "--ui", "--ui-port", "0", str(JOB), gate.path, "paused", checkpoints
+    )
+    url = run.wait_for_url(60)
+    open_the_job(page, url, "paused")
+    wait_for_figure(page, "numbers", "emitted", "300")
+    page.wait_for_function("() => !document.getElementById('suspend').disabled")
+    page.locator("#suspend").click()
+    wait_for_state(page, "suspended")
+    wait_until(lambda: "is suspended" in run.printed(), "the command to say the job is suspended")
+    said = run.printed()
+    assert f"job 'paused' is suspended, not done: resume (or cancel) it at {url}jobs/1" in said, said
+    assert "run the job file again to resume it" in said  # it has a checkpoint store
+    assert "paused: [" not in said  # the job file did not go on as if the job had ended
+    assert run.process.poll() is None  # the UI is still up: the page answers
+    page.reload()
+    wait_for_state(page, "suspended")
+    gate.open()
+    page.locator("#resume").click()
+    wait_for_state(page, "completed")
+    code, out = run.finish(60)
+    assert code == 0 and "paused: [(0, 100), (1, 100)" in out and "(9, 100)]" in out, out
+
+
+def test_ctrl_c_leaves_a_job_suspended_from_the_ui_suspended(
+    tmp_path: Path, start: Callable[..., Command]
+) -> None:
+    gate = Gate(tmp_path / "gate", hold_at=100)
+    checkpoints = tmp_path / "checkpoints"
+    run = start(
+        "run", "--local", "--quiet", "--ui", "--ui-port", "0", str(JOB), gate.path, "left", str(checkpoints)
+    )
+    url = run.wait_for_url(60)
+    token = re.search(r'name=token value="([^"]+)"', httpx.get(f"{url}jobs/1").text)
+    assert token is not None
+    wait_until(lambda: '"emitted":100' in httpx.get(f"{url}api/jobs/1").text.replace(" ", ""), "100 out")
+    wait_until(lambda: httpx.get(f"{url}api/jobs/1").json()["actions"]["suspend"], "suspend allowed")
+    answer = httpx.post(f"{url}jobs/1/suspend", data={"token": token.group(1)}, timeout=130)
+    assert answer.status_code == 303, answer.text
+    wait_until(lambda: "is suspended" in run.printed(), "the command to say the job is suspended")
+    run.process.send_signal(signal.SIGINT)
+    code, out = run.finish(60)
+    assert code == 130 and "Traceback" not in out, out
+    assert (checkpoints / "left").is_dir()  # its snapshots stay, for the next run to resume from
 
 
 @on_spark

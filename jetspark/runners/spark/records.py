@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 import cloudpickle
 
-from jetspark.runners.member import add_metrics, merge_status
+from jetspark.runners.member import BACKPRESSURED_MS, add_metrics, merge_status
 
 #: Target stage of records that go to the driver.
 DRIVER = -1
@@ -116,7 +116,9 @@ class DriverReports:
 
     def __init__(self, vertices: Iterable[str]) -> None:
         self.results: dict[str, list[Any]] = {}
-        self.metrics: dict[str, dict[str, int]] = {name: {"received": 0, "emitted": 0} for name in vertices}
+        self.metrics: dict[str, dict[str, int]] = {
+            name: {"received": 0, "emitted": 0, BACKPRESSURED_MS: 0} for name in vertices
+        }
         #: Per vertex, watermarks and pending counts at the end of the tasks (`member.merge_status`).
         self.status: dict[str, dict[str, int]] = {}
         #: `(staged, final)` paths of the `files` sinks, to commit.

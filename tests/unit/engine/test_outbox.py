@@ -838,3 +838,37 @@ def test_offer_batch_takes_a_range_whole() -> None:
     assert outbox.offer_batch(range(3, 9, 2))
     outbox.flush()
     assert drain(queue) == [3, 5, 7]
+
+
+# ---- back-pressure ---------------------------------------------------------------------------
+
+
+class FakeClock:
+    """Stands in for the `time` module the outbox reads back-pressure spells from."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def test_backpressure_is_the_time_a_full_queue_held_items_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    import jetspark.engine.outbox as outbox_module
+
+    clock = FakeClock()
+    monkeypatch.setattr(outbox_module, "time", clock)
+    outbox, (queue,) = outbox_to([2], batch_size=3)
+    for item in "abc":
+        assert outbox.offer(item)
+    assert outbox.flush() is False  # the queue takes 2 of 3: back-pressure begins
+    clock.now += 1.5
+    assert outbox.backpressured_seconds() == 1.5  # the spell under way counts
+    assert outbox.flush() is False
+    clock.now += 0.5
+    drain(queue)
+    assert outbox.flush() is True  # the last item went: the spell ends after 2 s
+    clock.now += 10
+    assert outbox.backpressured_seconds() == 2.0
+    assert outbox.offer("d") and outbox.flush()  # room downstream: no back-pressure
+    assert outbox.backpressured_seconds() == 2.0
