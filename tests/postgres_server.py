@@ -1,5 +1,6 @@
 """A real PostgreSQL server for the tests: `initdb` and `pg_ctl` from the Debian packages, in a
-temporary directory, listening on a free loopback port, with prepared transactions enabled.
+temporary directory, listening on a free loopback port, with prepared transactions enabled and
+`wal_level=logical` (logical replication slots for change data capture).
 
 As root the server runs as the `postgres` user (PostgreSQL refuses to run as root). `.ci/run`
 installs the packages when they are missing; a machine without them fails the tests that need
@@ -52,7 +53,9 @@ def postgres_server() -> Iterator[str]:
     run(f"{bindir}/initdb", "-D", data, "--auth=trust", "-U", "postgres", "--no-sync")
     options = (
         f"-c listen_addresses=127.0.0.1 -c port={port} -c unix_socket_directories={workdir} "
-        "-c max_prepared_transactions=64 -c fsync=off"
+        "-c max_prepared_transactions=64 -c fsync=off "
+        # logical decoding, for the change data capture tests (jetspark.processors.postgres_cdc)
+        "-c wal_level=logical -c max_replication_slots=32 -c max_wal_senders=8"
     )
     run(f"{bindir}/pg_ctl", "-D", data, "-o", options, "-l", os.path.join(workdir, "log"), "-w", "start")
     dsn = f"host=127.0.0.1 port={port} user=postgres dbname=postgres"

@@ -1,0 +1,336 @@
+"""`postgres_cdc`: a replayable stream of a PostgreSQL database's committed row changes.
+
+Logical decoding through SQL, with nothing to install on the server: a logical replication slot of
+the built-in `pgoutput` plugin, and a publication naming the tables. The source reads the slot with
+`pg_logical_slot_peek_binary_changes` (peek: reading moves nothing) and decodes the messages with
+`pgoutput.Decoder`, which hands out a transaction's changes only once its Commit was read.
+
+Offsets. The source's position is the end LSN of the last transaction it emitted whole, plus how
+many changes of the next one it emitted (a transaction larger than the outbox's room may straddle a
+snapshot). The position is saved in every snapshot, and a restored source skips what is at or
+below it. The slot's confirmed position moves (`pg_replication_slot_advance`) only to the LSN of a
+snapshot that was committed: in `snapshot_commit_finish(True)`, and on restore, since a restored
+snapshot is committed (in epochs on Spark phase 2 never reaches the processor: the restore in the
+next epoch advances instead). So a change is never lost (the slot keeps everything after the last
+committed snapshot), and with a transactional sink never duplicated in the committed output.
+Without a processing guarantee the slot moves as soon as a batch went out.
+
+A slot has one reader: the vertex runs one processor, on member 0 (distribute its changes with a
+partitioned edge downstream, by table or key). The shape is the one a Kafka source would take: a
+topic partition is a split with an offset, saved in the snapshot and committed to the broker only
+when the snapshot is (docs/cdc.md).
+
+psycopg is imported when a processor starts, so only jobs that use this source need it.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from jetspark.core.abstract_processor import AbstractProcessor
+from jetspark.core.context import ProcessorContext
+from jetspark.core.errors import JobFailedError
+from jetspark.core.inbox import Inbox
+from jetspark.core.suppliers import MemberSuppliers, ProcessorMetaSupplier, ProcessorSupplier
+from jetspark.core.watermark import BroadcastKey, Watermark
+from jetspark.processors.pgoutput import Decoder, format_lsn, parse_lsn
+
+_PEEK = (
+    "SELECT data FROM pg_logical_slot_peek_binary_changes(%s, NULL, %s, "
+    "'proto_version', '1', 'publication_names', %s)"
+)
+#: Moves the slot forward only: advancing to a position behind its confirmed one is an error.
+_ADVANCE = (
+    "SELECT pg_replication_slot_advance(slot_name, %s::pg_lsn) FROM pg_replication_slots "
+    "WHERE slot_name = %s AND confirmed_flush_lsn < %s::pg_lsn"
+)
+_CONFIRMED = "SELECT confirmed_flush_lsn::text, plugin FROM pg_replication_slots WHERE slot_name = %s"
+
+
+def create_slot(dsn: str, slot: str, publication: str, tables: Sequence[str] | None = None) -> int:
+    """Create the publication (`FOR TABLE tables`, or `FOR ALL TABLES` when None) and the logical
+    replication slot (plugin `pgoutput`) unless they exist; return the slot's confirmed LSN.
+
+    Changes are captured from the slot's creation on: create it before the writes you want to
+    see (the source creates what is missing when it first starts). Creating a slot waits for the
+    transactions running at that moment to end, prepared ones included."""
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        if conn.execute("SELECT 1 FROM pg_publication WHERE pubname = %s", (publication,)).fetchone() is None:
+            target = (
+                sql.SQL("ALL TABLES")
+                if tables is None
+                else sql.SQL("TABLE {}").format(sql.SQL(", ").join(_table_name(t) for t in tables))
+            )
+            conn.execute(sql.SQL("CREATE PUBLICATION {} FOR {}").format(sql.Identifier(publication), target))
+        row = conn.execute(_CONFIRMED, (slot,)).fetchone()
+        if row is None:
+            conn.execute("SELECT pg_create_logical_replication_slot(%s, 'pgoutput')", (slot,))
+            row = conn.execute(_CONFIRMED, (slot,)).fetchone()
+        assert row is not None
+        if row[1] != "pgoutput":
+            raise ValueError(
+                f"replication slot {slot!r} uses plugin {row[1]!r}; postgres_cdc reads pgoutput slots"
+            )
+        return parse_lsn(row[0])
+
+
+def drop_slot(dsn: str, slot: str) -> None:
+    """Drop the replication slot if it exists (a slot keeps WAL on the server until dropped)."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(
+            "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s",
+            (slot,),
+        )
+
+
+def _table_name(table: str) -> Any:
+    from psycopg import sql
+
+    return sql.Identifier(*table.split(".", 1))
+
+
+class _PostgresCdcP(AbstractProcessor):
+    def __init__(
+        self,
+        dsn: str,
+        slot: str,
+        publication: str,
+        tables: Sequence[str] | None,
+        types: Mapping[int, Callable[[str], Any]] | None,
+        max_changes: int,
+        poll_millis: int,
+    ) -> None:
+        super().__init__()
+        self.dsn = dsn
+        self.slot = slot
+        self.publication = publication
+        self.tables = tables
+        self.types = types
+        self.max_changes = max_changes
+        self.poll = poll_millis / 1000
+        self._conn: Any = None
+        #: The position: every transaction ending at or below `done` was emitted whole, and the
+        #: first `partial_count` changes of the one ending at `partial_lsn`.
+        self.done: int | None = None
+        self.partial_lsn = 0
+        self.partial_count = 0
+        #: Transactions read and not emitted whole yet: [end lsn, changes, how many went out].
+        self._pending: list[list[Any]] = []
+        self._peek_rows = max_changes
+        self._next_poll = 0.0
+        self._saved: int | None = None
+        self._prepared: int | None = None
+        self._advanced = 0
+        self._restored: tuple[int, int, int] | None = None
+        self.emitted = 0
+
+    def is_cooperative(self) -> bool:
+        return False  # database round trips block
+
+    def init_processor(self, context: ProcessorContext) -> None:
+        import psycopg
+
+        if context.total_parallelism != 1:
+            raise JobFailedError(
+                f"vertex {context.vertex_name!r}: postgres_cdc runs one processor (a slot has one "
+                f"reader), got total parallelism {context.total_parallelism}; leave the vertex's "
+                "local parallelism unset"
+            )
+        create_slot(self.dsn, self.slot, self.publication, self.tables)
+        self._conn = psycopg.connect(self.dsn, autocommit=True)
+
+    # ---- position, snapshots ----------------------------------------------------------------
+
+    def _confirmed(self) -> int:
+        row = self._conn.execute(_CONFIRMED, (self.slot,)).fetchone()
+        if row is None:
+            raise JobFailedError(
+                f"vertex {self.context.vertex_name!r}: replication slot {self.slot!r} is gone"
+            )
+        return parse_lsn(row[0])
+
+    def _start(self) -> None:
+        """Once, before the first read or save: start at the slot's confirmed position."""
+        self.done = self._confirmed()
+        self._advanced = self.done
+
+    def restore_from_snapshot(self, inbox: Inbox) -> None:
+        for _key, value in inbox:
+            self._restored = tuple(value)
+        inbox.drain(lambda _entry: None)
+
+    def finish_snapshot_restore(self) -> bool:
+        if self._restored is None:
+            return True
+        done, self.partial_lsn, self.partial_count = self._restored
+        confirmed = self._confirmed()
+        if confirmed > done:
+            raise JobFailedError(
+                f"vertex {self.context.vertex_name!r}: replication slot {self.slot!r} confirmed "
+                f"{format_lsn(confirmed)}, past the restored snapshot's {format_lsn(done)}: the changes "
+                "in between are gone from the slot (was the job restored from an older snapshot?)"
+            )
+        self.done = done
+        self._advanced = confirmed
+        self._advance(done)  # the restored snapshot is committed
+        return True
+
+    def save_to_snapshot(self) -> bool:
+        if self.done is None:
+            self._start()
+        assert self.done is not None
+        if not self.try_emit_to_snapshot(
+            BroadcastKey(("postgres_cdc", self.slot)), (self.done, self.partial_lsn, self.partial_count)
+        ):
+            return False
+        self._saved = self.done
+        return True
+
+    def snapshot_commit_prepare(self) -> bool:
+        self._prepared = self._saved  # export-only snapshots skip this: they move no slot
+        return True
+
+    def snapshot_commit_finish(self, success: bool) -> bool:
+        if success and self._prepared is not None:
+            self._advance(self._prepared)
+            self._prepared = None
+        return True
+
+    def _advance(self, lsn: int) -> None:
+        if lsn > self._advanced:
+            text = format_lsn(lsn)
+            self._conn.execute(_ADVANCE, (text, self.slot, text))
+            self._advanced = lsn
+
+    # ---- reading ----------------------------------------------------------------------------
+
+    def try_process_watermark(self, watermark: Watermark) -> bool:
+        return True
+
+    def complete(self) -> bool:
+        if self.done is None:
+            self._start()
+        if self._pending and not self._flush():
+            return False
+        if not self.context.snapshotting_enabled and self.done is not None:
+            self._advance(self.done)  # no snapshots: what went out is confirmed at once
+        now = time.monotonic()
+        if now < self._next_poll:
+            return False
+        if not self._read():
+            self._next_poll = now + self.poll  # nothing new: wait before asking again
+        return False  # a stream: it never completes
+
+    def _read(self) -> bool:
+        """Peek at the slot; queue the transactions past the position. True if any was new."""
+        assert self.done is not None
+        rows = self._conn.execute(_PEEK, (self.slot, self._peek_rows, self.publication)).fetchall()
+        decoder = Decoder(self.types)
+        skipped = 0
+        for (data,) in rows:
+            committed = decoder.feed(data)
+            if committed is None:
+                continue
+            end, changes = committed
+            if end <= self.done:
+                skipped += 1
+                continue
+            first = self.partial_count if end == self.partial_lsn else 0
+            self._pending.append([end, changes, first])
+        if not self._pending and rows and len(rows) >= self._peek_rows:
+            self._peek_rows *= 2  # a full batch of transactions emitted before: look further
+            return True
+        self._peek_rows = self.max_changes + (len(rows) if skipped else 0)
+        return bool(self._pending)
+
+    def _flush(self) -> bool:
+        """Emit the queued transactions in order, a room-full at a time; the position follows
+        each batch, so a snapshot between two calls covers exactly what went out."""
+        outbox = self.outbox
+        while self._pending:
+            head = self._pending[0]
+            end, changes, first = head
+            if first < len(changes):
+                room = outbox.room()
+                if room <= 0:
+                    return False
+                batch = changes[first : first + room]
+                if not outbox.offer_batch(batch):
+                    return False
+                self.emitted += len(batch)
+                head[2] = first = first + len(batch)
+                self.partial_lsn, self.partial_count = end, first
+            if first >= len(changes):
+                self.done = end
+                self.partial_lsn = self.partial_count = 0
+                self._pending.pop(0)
+        return True
+
+    def custom_metrics(self) -> Mapping[str, int]:
+        return {"cdcChanges": self.emitted, "cdcPositionLsn": self.done or 0}
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+class _FirstMemberOnly(ProcessorMetaSupplier):
+    """One processor, on the first member: a replication slot has one reader."""
+
+    def __init__(self, supplier: ProcessorSupplier) -> None:
+        self.supplier = supplier
+
+    def preferred_local_parallelism(self) -> int:
+        return 1
+
+    def get(self, member_indexes: Sequence[int]) -> MemberSuppliers:
+        first = min(member_indexes)
+        return {index: self.supplier if index == first else None for index in member_indexes}
+
+
+def postgres_cdc(
+    dsn: str,
+    slot: str,
+    publication: str,
+    tables: Sequence[str] | None = None,
+    types: Mapping[int, Callable[[str], Any]] | None = None,
+    max_changes: int = 4096,
+    poll_millis: int = 50,
+) -> ProcessorMetaSupplier:
+    """A stream of `Change` items (`jetspark.processors.pgoutput.Change`: op, schema, table,
+    before, after, lsn, seq, commit_time, xid) for every row change committed in the tables of
+    `publication`, read from the logical replication slot `slot` (created, with the publication
+    on `tables` or on all tables, if missing). Needs `wal_level=logical` on the server.
+
+    Values are text unless `types` maps the column's type OID to a converter (`pgoutput.TYPED`:
+    integers, floats, numeric, booleans). Each read asks for about `max_changes` messages; an idle
+    slot is asked again every `poll_millis`. The position is saved in snapshots and the slot is
+    advanced only when a snapshot is committed (module docstring): with a transactional sink
+    (`postgres`, `transactional_files`) under EXACTLY_ONCE each change is in the output once.
+    One processor reads the slot. Never completes."""
+    if max_changes < 1:
+        raise ValueError(f"postgres_cdc: max_changes must be >= 1, got {max_changes}")
+    if poll_millis < 0:
+        raise ValueError(f"postgres_cdc: poll_millis must be >= 0, got {poll_millis}")
+    if not slot or not publication:
+        raise ValueError("postgres_cdc: slot and publication must be non-empty names")
+    factory = functools.partial(
+        _PostgresCdcP,
+        dsn,
+        slot,
+        publication,
+        tuple(tables) if tables else None,
+        types,
+        max_changes,
+        poll_millis,
+    )
+    return _FirstMemberOnly(ProcessorSupplier.of(factory))
