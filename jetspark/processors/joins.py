@@ -38,14 +38,14 @@ _BUILD_MODES = ("broadcast", "partitioned")
 def pair(left: Any, right: Any) -> Any:
     """The default join output: the tuple `(left, right)`.
 
-    :param left: the probe (or left) item.
-    :param right: the build (or right) item, None for an outer join's probe item without a match.
-
     ```pycon
     >>> from jetspark import processors as P
     >>> P.pair("order-1", "customer-7")
     ('order-1', 'customer-7')
     ```
+
+    :param left: the probe (or left) item.
+    :param right: the build (or right) item, None for an outer join's probe item without a match.
     """
     return (left, right)
 
@@ -139,13 +139,6 @@ def hash_join(
     `mapper(probe_item, build_item)` per match (with `outer`, `mapper(probe_item, None)` for a
     probe item without any). See the module docstring for the edges `build` asks for.
 
-    :param probe_key_fn: the join key of a probe item (ordinal 0).
-    :param build_key_fn: the join key of a build item (ordinal 1).
-    :param mapper: makes the output of a probe item and a build item (`pair` by default).
-    :param outer: also emit `mapper(probe_item, None)` for a probe item without a match.
-    :param build: "broadcast" (every processor holds the whole build side) or "partitioned" (both
-        edges partitioned by the join key).
-
     ```pycon
     >>> from jetspark import DAG, Edge, processors as P
     >>> from jetspark.testing import run_dag
@@ -161,6 +154,13 @@ def hash_join(
     >>> sorted(run_dag(dag).result("sink"))
     [(('o1', 'c1'), ('c1', 'Ann')), (('o2', 'c2'), ('c2', 'Bob')), (('o3', 'c9'), None)]
     ```
+
+    :param probe_key_fn: the join key of a probe item (ordinal 0).
+    :param build_key_fn: the join key of a build item (ordinal 1).
+    :param mapper: makes the output of a probe item and a build item (`pair` by default).
+    :param outer: also emit `mapper(probe_item, None)` for a probe item without a match.
+    :param build: "broadcast" (every processor holds the whole build side) or "partitioned" (both
+        edges partitioned by the join key).
     """
     if build not in _BUILD_MODES:
         raise ValueError(f"hash_join: build must be one of {_BUILD_MODES}, got {build!r}")
@@ -281,13 +281,6 @@ def window_join(
     watermark passes a window's end, emit `mapper(left, right)` for each pair of that window
     with equal keys (an inner join; a pair in several sliding windows comes once per window).
 
-    :param left_key_fn: the join key of a left item (ordinal 0).
-    :param right_key_fn: the join key of a right item (ordinal 1).
-    :param left_timestamp_fn: the event time of a left item.
-    :param right_timestamp_fn: the event time of a right item.
-    :param policy: the windows (`WindowPolicy.tumbling` or `.sliding`).
-    :param mapper: makes the output of a left and a right item (`pair` by default).
-
     ```pycon
     >>> from jetspark import DAG, Edge, processors as P
     >>> from jetspark.testing import run_dag
@@ -305,6 +298,13 @@ def window_join(
     >>> sorted(run_dag(dag).result("sink"))
     [((10, 'ad1'), (5, 'ad1')), ((150, 'ad1'), (130, 'ad1'))]
     ```
+
+    :param left_key_fn: the join key of a left item (ordinal 0).
+    :param right_key_fn: the join key of a right item (ordinal 1).
+    :param left_timestamp_fn: the event time of a left item.
+    :param right_timestamp_fn: the event time of a right item.
+    :param policy: the windows (`WindowPolicy.tumbling` or `.sliding`).
+    :param mapper: makes the output of a left and a right item (`pair` by default).
     """
     return ProcessorSupplier.of(
         functools.partial(

@@ -73,9 +73,6 @@ def sort(key: Callable[[Any], Any] | None = None, reverse: bool = False) -> Proc
     """Emit all input items sorted by `key` (stable; descending with `reverse`) once the input
     is complete. Feed it with `Edge.all_to_one()` (see the module docstring).
 
-    :param key: what to sort by (the items themselves when None).
-    :param reverse: greatest first.
-
     ```pycon
     >>> from jetspark import DAG, Edge, processors as P
     >>> from jetspark.testing import run_dag
@@ -87,6 +84,9 @@ def sort(key: Callable[[Any], Any] | None = None, reverse: bool = False) -> Proc
     >>> run_dag(dag).result("sink")
     ['fig', 'pear', 'apple']
     ```
+
+    :param key: what to sort by (the items themselves when None).
+    :param reverse: greatest first.
     """
     return ProcessorSupplier.of(functools.partial(_SortP, key, reverse))
 
@@ -117,8 +117,6 @@ def distinct(key_fn: Callable[[Any], Hashable] = whole_item) -> ProcessorSupplie
     """Emit each item whose `key_fn(item)` was not seen before, at once; drop the others.
     Feed it with an edge partitioned by `key_fn` when it runs in more than one processor.
 
-    :param key_fn: what makes two items the same (the whole item by default).
-
     ```pycon
     >>> from jetspark import DAG, Edge, processors as P
     >>> from jetspark.testing import run_dag
@@ -130,6 +128,8 @@ def distinct(key_fn: Callable[[Any], Hashable] = whole_item) -> ProcessorSupplie
     >>> run_dag(dag).result("sink")
     ['b', 'a', 'c']
     ```
+
+    :param key_fn: what makes two items the same (the whole item by default).
     """
     return ProcessorSupplier.of(functools.partial(_DistinctP, key_fn))
 
@@ -162,9 +162,6 @@ def top_n(n: int, key: Callable[[Any], Any] | None = None) -> AggregateOperation
     """The `n` greatest items by `key` (the items themselves when None), greatest first; ties
     keep the order the items were accumulated in.
 
-    :param n: how many items to keep.
-    :param key: what to rank by (the items themselves when None).
-
     ```pycon
     >>> from jetspark import DAG, Edge, processors as P
     >>> from jetspark.testing import run_dag
@@ -176,6 +173,9 @@ def top_n(n: int, key: Callable[[Any], Any] | None = None) -> AggregateOperation
     >>> sorted(run_dag(dag).result("sink"))
     [('ann', [('ann', 8), ('ann', 7)]), ('bob', [('bob', 9), ('bob', 2)])]
     ```
+
+    :param n: how many items to keep.
+    :param key: what to rank by (the items themselves when None).
     """
     if n < 1:
         raise ValueError(f"top_n: n must be >= 1, got {n}")

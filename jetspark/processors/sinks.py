@@ -193,10 +193,6 @@ def files(directory: str, format_item: Callable[[Any], str] = str, overwrite: bo
     periodic snapshot the items written after that snapshot are written again (at-least-once).
     A snapshot flushes the file first (to the operating system; no fsync).
 
-    :param directory: where the files go (created if missing).
-    :param format_item: makes an item's line (`str` by default).
-    :param overwrite: replace the output of an earlier job in `directory` when this one succeeds.
-
     ```pycon
     >>> import os, tempfile
     >>> from jetspark import DAG, Edge, processors as P
@@ -213,6 +209,10 @@ def files(directory: str, format_item: Callable[[Any], str] = str, overwrite: bo
     n=2
     n=3
     ```
+
+    :param directory: where the files go (created if missing).
+    :param format_item: makes an item's line (`str` by default).
+    :param overwrite: replace the output of an earlier job in `directory` when this one succeeds.
     """
     if not callable(format_item):
         raise TypeError(f"files(): format_item must be callable, got {format_item!r}")
@@ -226,8 +226,6 @@ def batches(write: Callable[[list[Any], ProcessorContext], object]) -> Processor
     so `write` can open one connection per processor (cache it on first use). Runs on a thread of
     its own, so `write` may block. Not transactional.
 
-    :param write: called with each batch (a list of items) and the processor's context.
-
     ```pycon
     >>> from jetspark import DAG, Edge, processors as P
     >>> from jetspark.testing import run_dag
@@ -239,6 +237,8 @@ def batches(write: Callable[[list[Any], ProcessorContext], object]) -> Processor
     >>> job = run_dag(dag)
     db 0 [1, 2, 3]
     ```
+
+    :param write: called with each batch (a list of items) and the processor's context.
     """
     if not callable(write):
         raise TypeError(f"batches(): write must be callable, got {write!r}")
@@ -267,8 +267,6 @@ def collect() -> ProcessorSupplier:
 def logger(level: int = logging.INFO) -> ProcessorSupplier:
     """Log each item (`%r`) at `level` with the logger `jetspark.vertex.<vertex name>`.
 
-    :param level: the logging level of the records (`logging.INFO` by default).
-
     ```pycon
     >>> import logging, sys
     >>> from jetspark import DAG, Edge, processors as P
@@ -281,6 +279,8 @@ def logger(level: int = logging.INFO) -> ProcessorSupplier:
     >>> job = run_dag(dag)
     'hello'
     ```
+
+    :param level: the logging level of the records (`logging.INFO` by default).
     """
     return ProcessorSupplier.of(functools.partial(_LoggerP, level), does_work_without_input=False)
 

@@ -158,9 +158,6 @@ def from_iterable(items: Iterable[Any]) -> ProcessorSupplier:
     order of items is kept within each processor's share only. Snapshot-able, also into a job with
     another parallelism (see the module docstring). Items must not be None.
 
-    :param items: the items (not None); a range or tuple is kept as it is, anything else is copied
-        into a tuple when the supplier is made.
-
     ```pycon
     >>> from jetspark import DAG, Edge, processors as P
     >>> from jetspark.testing import run_dag
@@ -171,6 +168,9 @@ def from_iterable(items: Iterable[Any]) -> ProcessorSupplier:
     >>> sorted(run_dag(dag).result("sink"))
     ['a', 'b', 'c']
     ```
+
+    :param items: the items (not None); a range or tuple is kept as it is, anything else is copied
+        into a tuple when the supplier is made.
     """
     # A range or a tuple is kept as it is (immutable, cheap to slice); anything else is copied.
     sequence: Sequence[Any] = items if isinstance(items, (range, tuple)) else tuple(items)
@@ -333,12 +333,6 @@ def generator_stream(
     once, so that it does not hold back the watermark downstream. The sequence position is saved
     in snapshots, so a restored job continues where it stopped.
 
-    :param count: how many sequence numbers in all; None: endless.
-    :param items_per_second: the rate of the whole vertex; None: as fast as the outbox takes them.
-    :param fn: maps a sequence number to the item (the number itself by default); None skips it.
-    :param timestamp_fn: gives an item's event time (ms), to emit watermarks; None: no watermarks.
-    :param idle_timeout_millis: after this long without an item a processor reports itself idle.
-
     ```pycon
     >>> from jetspark import DAG, Edge, processors as P
     >>> from jetspark.testing import run_dag
@@ -349,6 +343,12 @@ def generator_stream(
     >>> sorted(run_dag(dag).result("sink"))
     [0, 1, 4, 9, 16]
     ```
+
+    :param count: how many sequence numbers in all; None: endless.
+    :param items_per_second: the rate of the whole vertex; None: as fast as the outbox takes them.
+    :param fn: maps a sequence number to the item (the number itself by default); None skips it.
+    :param timestamp_fn: gives an item's event time (ms), to emit watermarks; None: no watermarks.
+    :param idle_timeout_millis: after this long without an item a processor reports itself idle.
     """
     if count is not None and count < 0:
         raise ValueError(f"generator_stream: count must be >= 0 or None, got {count}")

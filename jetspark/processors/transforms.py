@@ -135,14 +135,14 @@ class Chain:
 
     Iterating it gives the `(kind, fn)` steps, so `fused` also takes a plain list of those.
 
-    :param steps: the `(kind, fn)` steps to start from (none by default).
-
     ```pycon
     >>> from jetspark import processors as P
     >>> chain = P.Chain().map(str.strip).filter(None).flat_map(str.split)
     >>> [kind for kind, fn in chain]
     ['map', 'filter', 'flat_map']
     ```
+
+    :param steps: the `(kind, fn)` steps to start from (none by default).
     """
 
     __slots__ = ("steps",)
@@ -212,9 +212,6 @@ def _check_callable(factory: str, fn: object) -> None:
 def map(fn: Callable[[Any], Any]) -> ProcessorSupplier:
     """Emit `fn(item)` for each item; an item mapped to None is dropped.
 
-    :param fn: called with each item; its result is emitted (None: nothing).
-    :returns: a supplier for `DAG.new_vertex`; the planner may fuse it with neighbouring steps.
-
     ```pycon
     >>> from jetspark import DAG, Edge, processors as P
     >>> from jetspark.testing import run_dag
@@ -226,6 +223,9 @@ def map(fn: Callable[[Any], Any]) -> ProcessorSupplier:
     >>> sorted(run_dag(dag).result("sink"))
     [2, 4, 6]
     ```
+
+    :param fn: called with each item; its result is emitted (None: nothing).
+    :returns: a supplier for `DAG.new_vertex`; the planner may fuse it with neighbouring steps.
     """
     _check_callable("map", fn)
     return StepsSupplier((("map", fn),))
@@ -233,8 +233,6 @@ def map(fn: Callable[[Any], Any]) -> ProcessorSupplier:
 
 def filter(predicate: Callable[[Any], Any]) -> ProcessorSupplier:
     """Emit the items for which `predicate(item)` is true.
-
-    :param predicate: called with each item; the item is emitted when the result is true.
 
     ```pycon
     >>> from jetspark import DAG, Edge, processors as P
@@ -247,6 +245,8 @@ def filter(predicate: Callable[[Any], Any]) -> ProcessorSupplier:
     >>> sorted(run_dag(dag).result("sink"))
     [0, 2, 4, 6, 8]
     ```
+
+    :param predicate: called with each item; the item is emitted when the result is true.
     """
     _check_callable("filter", predicate)
     return StepsSupplier((("filter", predicate),))
@@ -254,8 +254,6 @@ def filter(predicate: Callable[[Any], Any]) -> ProcessorSupplier:
 
 def flat_map(fn: Callable[[Any], Iterable[Any]]) -> ProcessorSupplier:
     """Emit every item of the iterable (or `Traverser`) `fn(item)` returns; None items are skipped.
-
-    :param fn: called with each item; returns an iterable (or a `Traverser`) of the items to emit.
 
     ```pycon
     >>> from jetspark import DAG, Edge, processors as P
@@ -268,6 +266,8 @@ def flat_map(fn: Callable[[Any], Iterable[Any]]) -> ProcessorSupplier:
     >>> sorted(run_dag(dag).result("sink"))
     ['be', 'not', 'or', 'to']
     ```
+
+    :param fn: called with each item; returns an iterable (or a `Traverser`) of the items to emit.
     """
     _check_callable("flat_map", fn)
     return StepsSupplier((("flat_map", fn),))
@@ -279,8 +279,6 @@ def fused(steps: Iterable[Step]) -> ProcessorSupplier:
     `steps` is a `Chain` (`Chain().map(f).filter(p).flat_map(g)`) or a list of `(kind, fn)`
     tuples with kind "map", "filter" or "flat_map". The output equals that of one vertex per step
     joined by local edges, without the queues between them.
-
-    :param steps: a `Chain`, or `(kind, fn)` tuples with kind "map", "filter" or "flat_map".
 
     ```pycon
     >>> from jetspark import DAG, Edge, processors as P
@@ -294,6 +292,8 @@ def fused(steps: Iterable[Step]) -> ProcessorSupplier:
     >>> run_dag(dag).result("sink")
     ['NOT']
     ```
+
+    :param steps: a `Chain`, or `(kind, fn)` tuples with kind "map", "filter" or "flat_map".
     """
     checked = checked_steps(steps, "fused")
     if not checked:

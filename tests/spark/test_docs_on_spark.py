@@ -29,3 +29,12 @@ def test_the_first_event_time_example_prints_the_same_on_spark(
         exec(compile(first.code, str(EVENT_TIME), "exec"), namespace)
     assert type(namespace["job"]).__name__ == "SparkJob"
     assert output.getvalue() == printed
+
+
+@pytest.mark.parametrize("name", ["from_rdd", "from_dataframe", "write_dataframe"])
+def test_the_spark_data_reference_examples_print_what_they_show(spark: Any, name: str) -> None:
+    import jetspark.runners.spark as spark_runner
+    from tests.unit.processors.test_reference_examples import examples, run_example
+
+    (code,) = examples(getattr(spark_runner, name))
+    assert run_example(name, code, spark=spark) == ""

@@ -23,6 +23,8 @@ NO_EXAMPLE = {
     "frame_entry_key": "an operator.itemgetter; window_aggregate partitions by it",
     "whole_item": "defined and documented in jetspark.core.partitioner",
 }
+#: Examples that need a server, with the names the test gives them (tests/e2e/test_reference_servers.py).
+NEEDS_A_SERVER = {"postgres": ("dsn",)}
 NAMES = sorted(P.__all__, key=str.lower)
 
 
@@ -30,9 +32,9 @@ def examples(obj: Any) -> list[str]:
     return [block.code for block in code_blocks(inspect.getdoc(obj) or "", "pycon")]
 
 
-def run_example(name: str, code: str) -> str:
-    """Doctest's report of `code` ('' when every output matched)."""
-    test = doctest.DocTestParser().get_doctest(code, {"__name__": f"example_{name}"}, name, None, 0)
+def run_example(name: str, code: str, **names: Any) -> str:
+    """Doctest's report of `code` run with `names` defined ('' when every output matched)."""
+    test = doctest.DocTestParser().get_doctest(code, {"__name__": f"example_{name}", **names}, name, None, 0)
     report: list[str] = []
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     runner.run(test, out=report.append, clear_globs=True)
@@ -43,6 +45,8 @@ def run_example(name: str, code: str) -> str:
 def test_the_example_runs_and_prints_what_it_shows(name: str) -> None:
     found = examples(getattr(P, name))
     assert found, f"jetspark.processors.{name}: its docstring has no ```pycon example"
+    if name in NEEDS_A_SERVER:
+        pytest.skip("runs in tests/e2e/test_reference_servers.py, which starts the server")
     for code in found:
         assert ">>>" in code, f"{name}: an example without a >>> line shows no output"
         assert run_example(name, code) == ""
@@ -53,12 +57,19 @@ def test_every_parameter_has_a_line_in_the_table(name: str) -> None:
     obj = getattr(P, name)
     signature = inspect.signature(obj.__init__ if inspect.isclass(obj) else obj)
     doc = inspect.getdoc(obj) or ""
+    # attrs classes and NamedTuples document their fields as attributes (`:ivar NAME:`): the
+    # page's generator sees no __init__ to match `:param` lines against
+    field = (
+        ":ivar"
+        if inspect.isclass(obj) and ("__attrs_attrs__" in vars(obj) or "_fields" in vars(obj))
+        else ":param"
+    )
     missing = [
         parameter
         for parameter in signature.parameters
-        if parameter not in ("self", "args", "kwargs") and f":param {parameter}:" not in doc
+        if parameter not in ("self", "args", "kwargs") and f"{field} {parameter}:" not in doc
     ]
-    assert not missing, f"jetspark.processors.{name}: no ':param NAME:' line for {missing}"
+    assert not missing, f"jetspark.processors.{name}: no '{field} NAME:' line for {missing}"
 
 
 def test_a_wrong_output_is_reported() -> None:
