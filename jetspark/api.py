@@ -81,8 +81,17 @@ def default_runner() -> Any:
     if choice not in ("", "spark"):
         raise ValueError(f"{RUNNER_ENV}={choice!r}: expected 'local' or 'spark'")
     from jetspark.runners.spark import SparkRunner
+    from jetspark.runners.spark.session import MASTER_ENV, session_running, under_spark_submit
 
-    return SparkRunner()
+    runner = SparkRunner()
+    mode = _progress_mode()
+    if mode is not None and not session_running():  # tens of seconds: say what is happening
+        from jetspark.cli.progress import spark_start_display
+
+        master = "spark-submit" if under_spark_submit() else os.environ.get(MASTER_ENV) or "local[*]"
+        with spark_start_display(master, force_terminal=mode == "always"):
+            runner.spark  # noqa: B018 - starts the session
+    return runner
 
 
 def run(dag: DAG, config: JobConfig | None = None, runner: Any = None, timeout: float | None = None) -> Any:
@@ -130,13 +139,21 @@ def run(dag: DAG, config: JobConfig | None = None, runner: Any = None, timeout: 
         raise
 
 
-def _progress(job: Any) -> contextlib.AbstractContextManager[object]:
-    """The terminal progress display `JETSPARK_PROGRESS` asks for, or nothing."""
+def _progress_mode() -> str | None:
+    """`auto` or `always` as `JETSPARK_PROGRESS` asks for a progress display, else None."""
     mode = os.environ.get(PROGRESS_ENV, "off").strip().lower()
     if mode in ("", "off", "0", "no"):
-        return contextlib.nullcontext()
+        return None
     if mode not in ("auto", "always"):
         raise ValueError(f"{PROGRESS_ENV}={mode!r}: expected 'auto', 'always' or 'off'")
+    return mode
+
+
+def _progress(job: Any) -> contextlib.AbstractContextManager[object]:
+    """The terminal progress display `JETSPARK_PROGRESS` asks for, or nothing."""
+    mode = _progress_mode()
+    if mode is None:
+        return contextlib.nullcontext()
     from jetspark.cli.progress import progress_display
 
     return progress_display(job, force_terminal=mode == "always")

@@ -1,10 +1,14 @@
 """The terminal progress display of `jetspark run` and `jetspark submit`, drawn with rich.
 
 While a job runs, a table on standard error shows per vertex the items received and emitted and
-their rate, read from the job handle's `metrics()` (live on the local runner; on Spark the
-figures of a batch job are the counts its tasks send while they run, about every second, and the
-exact ones when it ends; a job in epochs shows each committed epoch's), and on Spark the
+their input and output rates, read from the job handle's `metrics()` (live on the local runner; on
+Spark the figures of a batch job are the counts its tasks send while they run, about every second,
+and the exact ones when it ends; a job in epochs shows each committed epoch's), and on Spark the
 progress of each Spark stage of the job (`SparkJob.spark_stages()`, from Spark's status tracker).
+A job in epochs also shows the running epoch, how long it has run, and the last committed one's
+duration. When nothing moves (no count, no epoch, no Spark task) for `STALL` seconds a line says
+so; once the job has ended the rates are its averages. Before that, `spark_start_display` says
+that the Spark session is starting (tens of seconds of a JVM starting up, otherwise silent).
 The display stays quiet when standard error is not a terminal, unless forced (`jetspark submit`
 forces it when its own standard error is a terminal, as spark-submit pipes the job's output).
 """
@@ -25,56 +29,106 @@ from rich.text import Text
 
 #: Seconds between two redraws.
 REFRESH = 0.5
+#: Seconds without any change in the job's figures after which the display says so.
+STALL = 30.0
+#: Statuses after which the figures no longer change.
+_ENDED = ("completed", "failed", "cancelled", "suspended")
 
 
 class JobProgress:
     """The figures of one job at each reading, and the table that shows them."""
 
-    def __init__(self, job: Any, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, job: Any, clock: Callable[[], float] = time.monotonic, stall: float = STALL) -> None:
         self.job = job
         self._clock = clock
         self._started = clock()
+        self._stall = stall
         self._previous: tuple[float, dict[str, dict[str, int]]] | None = None
-        self._rates: dict[str, float] = {}
+        #: vertex -> (items received per second, items emitted per second)
+        self._rates: dict[str, tuple[float, float]] = {}
+        #: What was seen last (counts, epochs, Spark tasks) and since when it has not changed.
+        self._seen: tuple[Any, float] | None = None
 
     def read(self) -> dict[str, dict[str, int]]:
-        """The job's metrics now; updates the per-vertex rates (items received per second)."""
+        """The job's metrics now; updates the per-vertex input and output rates: since the last
+        reading while the job runs, its averages over the whole run once it has ended."""
         now = self._clock()
         metrics: dict[str, dict[str, int]] = self.job.metrics() or _live(self.job)
-        if self._previous is not None and now > self._previous[0]:
+        if _status(self.job) in _ENDED and now > self._started:
+            for vertex, figures in metrics.items():
+                span = now - self._started
+                self._rates[vertex] = (figures.get("received", 0) / span, figures.get("emitted", 0) / span)
+        elif self._previous is not None and now > self._previous[0]:
             then, before = self._previous
             for vertex, figures in metrics.items():
-                done = figures.get("received", 0) or figures.get("emitted", 0)
                 was = before.get(vertex, {})
-                was_done = was.get("received", 0) or was.get("emitted", 0)
-                self._rates[vertex] = max(done - was_done, 0) / (now - then)
+                self._rates[vertex] = (
+                    max(figures.get("received", 0) - was.get("received", 0), 0) / (now - then),
+                    max(figures.get("emitted", 0) - was.get("emitted", 0), 0) / (now - then),
+                )
         self._previous = (now, metrics)
+        self._note_progress(now, metrics)
         return metrics
+
+    def _note_progress(self, now: float, metrics: dict[str, dict[str, int]]) -> None:
+        seen = (
+            sorted((v, f.get("received", 0), f.get("emitted", 0)) for v, f in metrics.items()),
+            getattr(self.job, "epochs_committed", None),
+            getattr(self.job, "running_epoch", None),
+            [(s["stage_id"], s["completed"]) for s in _spark_stages(self.job)],
+        )
+        if self._seen is None or self._seen[0] != seen:
+            self._seen = (seen, now)
+
+    def stalled_for(self) -> float | None:
+        """Seconds the running job's figures have not moved, once that is `stall` or more."""
+        if self._seen is None or _status(self.job) != "running":
+            return None
+        idle = self._clock() - self._seen[1]
+        return idle if idle >= self._stall else None
 
     def table(self) -> Group:
         """Job line, per-vertex table and, on Spark, the stage bars."""
         metrics = self.read()
         elapsed = self._clock() - self._started
-        status = getattr(self.job.status, "value", str(self.job.status))
+        status = _status(self.job)
         title = Text.assemble(
             ("jetspark ", "bold"), (str(self.job.name), "bold cyan"), f"  {status}  {elapsed:.1f} s"
         )
         vertices = Table(box=None, pad_edge=False, show_edge=False)
-        for header in ("vertex", "received", "emitted", "items/s"):
+        for header in ("vertex", "received", "emitted", "in/s", "out/s"):
             vertices.add_column(header, justify="left" if header == "vertex" else "right")
         for name in _vertex_names(self.job):
             figures = metrics.get(name)
             if figures is None:
-                vertices.add_row(Text(name), "…", "…", "")
+                vertices.add_row(Text(name), "…", "…", "", "")
                 continue
-            rate = self._rates.get(name)
+            rates = self._rates.get(name)
             vertices.add_row(
                 Text(name),  # never read as rich markup: names may hold brackets
                 f"{figures.get('received', 0):,}",
                 f"{figures.get('emitted', 0):,}",
-                f"{rate:,.0f}" if rate is not None else "",
+                *((f"{rates[0]:,.0f}", f"{rates[1]:,.0f}") if rates is not None else ("", "")),
             )
-        parts: list[Any] = [title, vertices]
+        parts: list[Any] = [title]
+        epochs = _epoch_line(self.job, time.monotonic())  # the epochs' times are monotonic
+        if epochs is not None:
+            parts.append(epochs)
+        parts.append(vertices)
+        if status in _ENDED:
+            parts.append(
+                Text(
+                    "in/s and out/s: items received and emitted per second, averaged over the run",
+                    style="dim",
+                )
+            )
+        stalled = self.stalled_for()
+        if stalled is not None:
+            parts.append(
+                Text(
+                    f"no progress for {stalled:.0f} s: no vertex received or emitted an item", style="yellow"
+                )
+            )
         stages = _spark_stages(self.job)
         if stages:
             bars = Table(box=None, pad_edge=False, show_edge=False, show_header=False)
@@ -92,6 +146,26 @@ class JobProgress:
             if not metrics:
                 parts.append(Text("per-vertex counts arrive as the tasks report them", style="dim"))
         return Group(*parts)
+
+
+def _status(job: Any) -> str:
+    return str(getattr(job.status, "value", job.status))
+
+
+def _epoch_line(job: Any, now: float) -> Text | None:
+    """A job in epochs: the running epoch and its time so far, the last committed one's duration,
+    and how many were committed and aborted. None for other jobs."""
+    if not hasattr(job, "epochs_committed"):
+        return None
+    parts = []
+    running = getattr(job, "running_epoch", None)
+    if running is not None and _status(job) == "running":
+        parts.append(f"epoch {running[0]} running {now - running[1]:.1f} s")
+    last = getattr(job, "last_committed_epoch", None)
+    if last is not None:
+        parts.append(f"epoch {last[0]} committed in {last[1]:.1f} s")
+    parts.append(f"{job.epochs_committed} committed, {getattr(job, 'epochs_aborted', 0)} aborted")
+    return Text("  ".join(parts))
 
 
 def _live(job: Any) -> dict[str, dict[str, int]]:
@@ -153,3 +227,37 @@ def progress_display(
             stop.set()
             thread.join()
             live.update(view.table(), refresh=True)
+
+
+@contextlib.contextmanager
+def spark_start_display(
+    master: str, force_terminal: bool = False, file: IO[str] | None = None, refresh: float = REFRESH
+) -> Iterator[None]:
+    """Say that Spark is starting, with the seconds so far, while the block runs (it starts the
+    session); then how long it took. Quiet like `progress_display` when not on a terminal."""
+    console = Console(file=file or sys.stderr, force_terminal=True if force_terminal else None)
+    if not console.is_terminal:
+        yield
+        return
+    from rich.live import Live
+
+    started = time.monotonic()
+
+    def line() -> Text:
+        return Text(f"Starting Spark ({master}) ... {time.monotonic() - started:.0f} s", style="bold")
+
+    stop = threading.Event()
+    with Live(line(), console=console, auto_refresh=False, transient=True) as live:
+
+        def redraw() -> None:
+            while not stop.wait(refresh):
+                live.update(line(), refresh=True)
+
+        thread = threading.Thread(target=redraw, name="jetspark spark start", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
+    console.print(Text(f"Spark ({master}) started in {time.monotonic() - started:.1f} s", style="dim"))

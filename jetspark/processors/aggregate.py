@@ -53,6 +53,27 @@ class AggregateOperation:
     `export(acc)` reads the result without disturbing `acc`; `finish(acc)` reads the final result
     (may hand out `acc` itself). All of them must be picklable (cloudpickle) for the Spark runner,
     and accumulators must be picklable for snapshots.
+
+    ```pycon
+    >>> from jetspark import processors as P
+    >>> longest = P.AggregateOperation(
+    ...     create=lambda: "",
+    ...     accumulate=lambda acc, word: max(acc, word, key=len),
+    ...     combine=lambda acc, other: max(acc, other, key=len),
+    ... )
+    >>> acc = longest.create()
+    >>> for word in ["to", "be", "or", "not"]:
+    ...     acc = longest.accumulate(acc, word)
+    >>> longest.finish(acc)
+    'not'
+    ```
+
+    :ivar create: makes an empty accumulator.
+    :ivar accumulate: `accumulate(acc, item)` returns the accumulator with the item added.
+    :ivar combine: `combine(acc, other)` returns the two accumulators merged.
+    :ivar deduct: `deduct(acc, other)` undoes a `combine` (optional).
+    :ivar export: reads the result without disturbing `acc` (the accumulator itself by default).
+    :ivar finish: reads the final result (the accumulator itself by default).
     """
 
     create: Callable[[], Any]
@@ -91,7 +112,19 @@ def _count_one(acc: int, _item: Any) -> int:
 
 
 def counting() -> AggregateOperation:
-    """Counts the items."""
+    """Counts the items.
+
+    ```pycon
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.testing import run_dag
+    >>> dag = DAG()
+    >>> words = dag.new_vertex("words", P.from_iterable("to be or not to be".split()))
+    >>> counts = P.aggregate_by_key(dag, "counts", words, P.whole_item, P.counting())
+    >>> _ = dag.edge(Edge.between(counts, dag.new_vertex("sink", P.collect())))
+    >>> sorted(run_dag(dag).result("sink"))
+    [('be', 2), ('not', 1), ('or', 1), ('to', 2)]
+    ```
+    """
     return AggregateOperation(create=_zero, accumulate=_count_one, combine=operator.add, deduct=operator.sub)
 
 
@@ -100,7 +133,20 @@ def _add_value(fn: Callable[[Any], Any], acc: Any, item: Any) -> Any:
 
 
 def summing(fn: Callable[[Any], Any] = _identity) -> AggregateOperation:
-    """Sums `fn(item)` over the items (0 for none)."""
+    """Sums `fn(item)` over the items (0 for none).
+
+    ```pycon
+    >>> from jetspark import processors as P
+    >>> op = P.summing(lambda sale: sale[1])
+    >>> acc = op.create()
+    >>> for sale in [("tea", 3), ("tea", 4)]:
+    ...     acc = op.accumulate(acc, sale)
+    >>> op.finish(op.combine(acc, op.accumulate(op.create(), ("tea", 5))))
+    12
+    ```
+
+    :param fn: what to add up for each item (the item itself by default).
+    """
     return AggregateOperation(
         create=_zero,
         accumulate=functools.partial(_add_value, fn),
@@ -124,7 +170,19 @@ def _extend(acc: list[Any], other: list[Any]) -> list[Any]:
 
 
 def to_list() -> AggregateOperation:
-    """Collects the items into a list (in arrival order per stage-1 processor)."""
+    """Collects the items into a list (in arrival order per stage-1 processor).
+
+    ```pycon
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.testing import run_dag
+    >>> dag = DAG()
+    >>> words = dag.new_vertex("words", P.from_iterable(["ant", "bee", "ape"]))
+    >>> by_letter = P.aggregate_by_key(dag, "by-letter", words, lambda w: w[0], P.to_list())
+    >>> _ = dag.edge(Edge.between(by_letter, dag.new_vertex("sink", P.collect())))
+    >>> sorted(run_dag(dag).result("sink"))
+    [('a', ['ant', 'ape']), ('b', ['bee'])]
+    ```
+    """
     return AggregateOperation(create=_new_list, accumulate=_append, combine=_extend, export=list)
 
 
@@ -155,7 +213,22 @@ def _average_result(acc: list[Any]) -> float:
 
 
 def averaging(fn: Callable[[Any], Any] = _identity) -> AggregateOperation:
-    """The mean of `fn(item)` over the items (NaN for none)."""
+    """The mean of `fn(item)` over the items (NaN for none).
+
+    ```pycon
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.testing import run_dag
+    >>> readings = [("kitchen", 20.0), ("hall", 17.0), ("kitchen", 22.0)]
+    >>> dag = DAG()
+    >>> source = dag.new_vertex("readings", P.from_iterable(readings))
+    >>> mean = P.aggregate_by_key(dag, "mean", source, P.entry_key, P.averaging(lambda r: r[1]))
+    >>> _ = dag.edge(Edge.between(mean, dag.new_vertex("sink", P.collect())))
+    >>> sorted(run_dag(dag).result("sink"))
+    [('hall', 17.0), ('kitchen', 21.0)]
+    ```
+
+    :param fn: the number to average for each item (the item itself by default).
+    """
     return AggregateOperation(
         create=_new_average,
         accumulate=functools.partial(_average_add, fn),
@@ -330,6 +403,23 @@ def accumulate_by_key(
     `steps` (a `Chain` or `(kind, fn)` tuples, as for `fused`) transform each item first, in this
     processor: cheaper than a vertex of their own in front of it, which costs a queue and an offer
     per item.
+
+    ```pycon
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.testing import run_dag
+    >>> dag = DAG()
+    >>> lines = dag.new_vertex("lines", P.from_iterable(["a b", "a"]))
+    >>> split = P.Chain().flat_map(str.split)
+    >>> stage1 = dag.new_vertex("count", P.accumulate_by_key(P.whole_item, P.counting(), split))
+    >>> sink = dag.new_vertex("sink", P.collect())
+    >>> _ = dag.edge(Edge.between(lines, stage1)).edge(Edge.between(stage1, sink))
+    >>> sorted(run_dag(dag).result("sink"))
+    [('a', 2), ('b', 1)]
+    ```
+
+    :param key_fn: the grouping key of an item.
+    :param op: how to aggregate (`counting()`, `summing(fn)`, ...).
+    :param steps: stateless steps run on each item first (a `Chain`, or `(kind, fn)` tuples).
     """
     return AccumulateSupplier(key_fn, op, checked_steps(steps, "accumulate_by_key"))
 
@@ -363,6 +453,21 @@ def combine_by_key(op: AggregateOperation) -> ProcessorSupplier:
 
     Feed it with an edge partitioned by the entry's key (and distributed), so that each key's
     entries all reach one processor.
+
+    ```pycon
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.testing import run_dag
+    >>> partial_counts = [("a", 2), ("b", 1), ("a", 3)]   # (key, accumulator) from stage-1 processors
+    >>> dag = DAG()
+    >>> entries = dag.new_vertex("entries", P.from_iterable(partial_counts))
+    >>> total = dag.new_vertex("total", P.combine_by_key(P.counting()))
+    >>> _ = dag.edge(Edge.between(entries, total).partitioned(P.entry_key).distributed())
+    >>> _ = dag.edge(Edge.between(total, dag.new_vertex("sink", P.collect())))
+    >>> sorted(run_dag(dag).result("sink"))
+    [('a', 5), ('b', 1)]
+    ```
+
+    :param op: the same operation stage 1 accumulated with; its `finish` makes the result.
     """
     return ProcessorSupplier.of(functools.partial(_CombineByKeyP, op))
 
@@ -385,6 +490,28 @@ def aggregate_by_key(
     Adds vertex `"{name}-prepare"` (stage 1, fed by a local edge; `steps` run there first, see
     `accumulate_by_key`) and vertex `name` (stage 2, fed by an edge partitioned by key and
     distributed). The stage-2 vertex emits `(key, result)`.
+
+    ```pycon
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.testing import run_dag
+    >>> sales = [("tea", 3), ("cake", 5), ("tea", 4)]
+    >>> dag = DAG()
+    >>> source = dag.new_vertex("sales", P.from_iterable(sales))
+    >>> totals = P.aggregate_by_key(dag, "totals", source, P.entry_key, P.summing(lambda s: s[1]))
+    >>> _ = dag.edge(Edge.between(totals, dag.new_vertex("sink", P.collect())))
+    >>> sorted(run_dag(dag).result("sink"))
+    [('cake', 5), ('tea', 7)]
+    >>> [vertex.name for vertex in dag.topological_order()]
+    ['sales', 'totals-prepare', 'totals', 'sink']
+    ```
+
+    :param dag: the DAG to add the two vertices and their edges to.
+    :param name: the stage-2 vertex's name (stage 1 is `"{name}-prepare"`).
+    :param upstream: the vertex whose output is aggregated.
+    :param key_fn: the grouping key of an item.
+    :param op: how to aggregate (`counting()`, `summing(fn)`, `to_list()`, `top_n(n)`, ...).
+    :param ordinal: the outbound ordinal of `upstream` to read.
+    :param steps: stateless steps run on each item in stage 1 first (see `accumulate_by_key`).
     """
     prepare = dag.new_vertex(f"{name}-prepare", accumulate_by_key(key_fn, op, steps))
     combine = dag.new_vertex(name, combine_by_key(op))

@@ -248,7 +248,33 @@ def directory_stream(
     """A stream of the lines appended to the files in `directory` whose names match `pattern`
     (names starting with a dot are skipped). Offsets are saved in snapshots; see the module
     docstring. Never completes. `timestamp_fn(line)` (milliseconds) is needed only to resolve
-    `Timestamp` startpoints."""
+    `Timestamp` startpoints.
+
+    ```pycon
+    >>> import os, tempfile, time
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.runners.local import LocalRunner
+    >>> folder = tempfile.mkdtemp()
+    >>> with open(os.path.join(folder, "app.log"), "w") as log:
+    ...     _ = log.write("started\\nready\\n")
+    >>> dag = DAG()
+    >>> lines = dag.new_vertex("lines", P.directory_stream(folder, "*.log", poll_millis=10))
+    >>> _ = dag.edge(Edge.between(lines, dag.new_vertex("sink", P.collect())))
+    >>> job = LocalRunner().submit(dag)  # never completes: wait for the lines, then cancel
+    >>> deadline = time.monotonic() + 60
+    >>> while len(job.result("sink")) < 2 and time.monotonic() < deadline:
+    ...     time.sleep(0.01)
+    >>> job.cancel()
+    >>> job.result("sink")
+    ['started', 'ready']
+    ```
+
+    :param directory: the directory to watch (a local path).
+    :param pattern: which file names to read (`fnmatch` style).
+    :param poll_millis: how often a processor looks for new lines.
+    :param max_line_bytes: a longer line is an error naming the file.
+    :param timestamp_fn: a line's event time in milliseconds, for `Timestamp` startpoints only.
+    """
     if poll_millis < 0:
         raise ValueError(f"directory_stream: poll_millis must be >= 0, got {poll_millis}")
     return _DirectoryStreamSupplier(

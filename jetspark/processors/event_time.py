@@ -44,6 +44,20 @@ class EventTimePolicy:
     multiple is reached. A window closes only at its slide's boundaries, so throttling to the
     slide loses no timeliness and saves a watermark per item, which costs far more than the item
     (each one travels alone through every queue and every processor downstream).
+
+    ```pycon
+    >>> from jetspark import processors as P
+    >>> policy = P.EventTimePolicy(timestamp_fn=lambda item: item[0], allowed_lag=30,
+    ...                            throttling_frame_size=100)
+    >>> policy.allowed_lag, policy.throttling_frame_size
+    (30, 100)
+    ```
+
+    :ivar timestamp_fn: the event time of an item (an int, e.g. epoch milliseconds).
+    :ivar allowed_lag: how far the watermark trails the top timestamp.
+    :ivar idle_timeout_millis: quiet time after which a partition is idle (None: never).
+    :ivar throttling_frame_size: watermarks are rounded down to multiples of it (1: none).
+    :ivar throttling_frame_offset: shifts those multiples.
     """
 
     timestamp_fn: Callable[[Any], int]
@@ -75,6 +89,22 @@ class EventTimeMapper:
     emit what `watermark` returns, if anything, and call it again only after that went out. When
     every partition turns idle it returns the highest watermark reached (if not yet emitted) and,
     on the next call, `IDLE_MESSAGE`: call it until it returns None.
+
+    ```pycon
+    >>> from jetspark import processors as P
+    >>> policy = P.EventTimePolicy(timestamp_fn=int, allowed_lag=30)
+    >>> mapper = P.EventTimeMapper(policy, partition_count=2, now=0.0)
+    >>> mapper.observe(0, 500, now=0.0)
+    >>> print(mapper.watermark(now=0.0))  # partition 1 has delivered nothing yet
+    None
+    >>> mapper.observe(1, 400, now=0.0)
+    >>> mapper.watermark(now=0.0)
+    Watermark(timestamp=370)
+    ```
+
+    :param policy: the lag, idle timeout and throttling (its `timestamp_fn` is not called here).
+    :param partition_count: how many source partitions the caller tells apart.
+    :param now: the monotonic time to count idleness from (`time.monotonic()` by default).
     """
 
     __slots__ = (
@@ -353,6 +383,35 @@ def insert_watermarks(
     Snapshot: the last watermark and the partitions' top timestamps (a `BroadcastKey` entry per
     processor; a restored processor takes the lowest values it receives), so that a restored
     job does not emit a watermark below one already sent.
+
+    ```pycon
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.testing import run_dag
+    >>> def ts(click): return click[0]
+    >>> def page(click): return click[1]
+    >>> clicks = [(10, "/a"), (140, "/b"), (95, "/b"), (260, "/a")]
+    >>> dag = DAG()
+    >>> source = dag.new_vertex("clicks", P.from_iterable(clicks))
+    >>> watermarks = P.insert_watermarks(ts, allowed_lag=30, throttling_frame_size=100)
+    >>> stamps = dag.new_vertex("stamps", watermarks)
+    >>> _ = dag.edge(Edge.between(source, stamps).isolated())
+    >>> tumbling = P.WindowPolicy.tumbling(100)
+    >>> windows = P.window_aggregate(dag, "counts", stamps, page, ts, tumbling, P.counting())
+    >>> _ = dag.edge(Edge.between(windows, dag.new_vertex("sink", P.collect())))
+    >>> job = run_dag(dag)
+    >>> sorted((r.start, r.key, r.value) for r in job.result("sink"))
+    [(0, '/a', 1), (100, '/b', 1), (200, '/a', 1)]
+    >>> job.metrics()["counts-frames"]["late_items_dropped"]  # (95, "/b"): its window had closed
+    1
+    ```
+
+    :param timestamp_fn: the event time of an item.
+    :param allowed_lag: how far the watermark trails the highest timestamp seen.
+    :param idle_timeout_millis: a partition quiet for this long stops holding the watermark back.
+    :param partition_fn: the source partition of an item (an int below `partition_count`).
+    :param partition_count: how many partitions `partition_fn` tells apart.
+    :param throttling_frame_size: round watermarks down to multiples of this (give the window's slide).
+    :param throttling_frame_offset: shifts those multiples.
     """
     policy = EventTimePolicy(
         timestamp_fn=timestamp_fn,

@@ -37,7 +37,17 @@ _BUILD_MODES = ("broadcast", "partitioned")
 
 
 def pair(left: Any, right: Any) -> Any:
-    """The default join output: the tuple `(left, right)`."""
+    """The default join output: the tuple `(left, right)`.
+
+    ```pycon
+    >>> from jetspark import processors as P
+    >>> P.pair("order-1", "customer-7")
+    ('order-1', 'customer-7')
+    ```
+
+    :param left: the probe (or left) item.
+    :param right: the build (or right) item, None for an outer join's probe item without a match.
+    """
     return (left, right)
 
 
@@ -130,7 +140,31 @@ def hash_join(
     """Join the probe stream (ordinal 0) with the build side (ordinal 1) on equal keys; emit
     `mapper(probe_item, build_item)` per match (with `outer`, `mapper(probe_item, None)` for a
     probe item without any); a `mapper` result of None is not emitted (as in Jet). See the
-    module docstring for the edges `build` asks for."""
+    module docstring for the edges `build` asks for.
+
+    ```pycon
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.testing import run_dag
+    >>> orders = [("o1", "c1"), ("o2", "c2"), ("o3", "c9")]
+    >>> customers = [("c1", "Ann"), ("c2", "Bob")]
+    >>> dag = DAG()
+    >>> probe = dag.new_vertex("orders", P.from_iterable(orders))
+    >>> build = dag.new_vertex("customers", P.from_iterable(customers))
+    >>> join = dag.new_vertex("join", P.hash_join(lambda o: o[1], lambda c: c[0], outer=True))
+    >>> _ = dag.edge(Edge.between(probe, join))
+    >>> _ = dag.edge(Edge.from_(build).to(join, 1).broadcast().distributed().with_priority(-1))
+    >>> _ = dag.edge(Edge.between(join, dag.new_vertex("sink", P.collect())))
+    >>> sorted(run_dag(dag).result("sink"))
+    [(('o1', 'c1'), ('c1', 'Ann')), (('o2', 'c2'), ('c2', 'Bob')), (('o3', 'c9'), None)]
+    ```
+
+    :param probe_key_fn: the join key of a probe item (ordinal 0).
+    :param build_key_fn: the join key of a build item (ordinal 1).
+    :param mapper: makes the output of a probe item and a build item (`pair` by default).
+    :param outer: also emit `mapper(probe_item, None)` for a probe item without a match.
+    :param build: "broadcast" (every processor holds the whole build side) or "partitioned" (both
+        edges partitioned by the join key).
+    """
     if build not in _BUILD_MODES:
         raise ValueError(f"hash_join: build must be one of {_BUILD_MODES}, got {build!r}")
     return ProcessorSupplier.of(
@@ -254,7 +288,33 @@ def window_join(
 ) -> ProcessorSupplier:
     """Join two streams (ordinals 0 and 1) per window of `policy` on equal keys: when the
     watermark passes a window's end, emit `mapper(left, right)` for each pair of that window
-    with equal keys (an inner join; a pair in several sliding windows comes once per window)."""
+    with equal keys (an inner join; a pair in several sliding windows comes once per window).
+
+    ```pycon
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.testing import run_dag
+    >>> clicks = [(10, "ad1"), (150, "ad1")]           # (time, ad)
+    >>> views = [(5, "ad1"), (120, "ad2"), (130, "ad1")]
+    >>> def key(event): return event[1]
+    >>> def ts(event): return event[0]
+    >>> dag = DAG()
+    >>> left = dag.new_vertex("clicks", P.from_iterable(clicks))
+    >>> right = dag.new_vertex("views", P.from_iterable(views))
+    >>> join = dag.new_vertex("join", P.window_join(key, key, ts, ts, P.WindowPolicy.tumbling(100)))
+    >>> _ = dag.edge(Edge.between(left, join).partitioned(key))
+    >>> _ = dag.edge(Edge.from_(right).to(join, 1).partitioned(key))
+    >>> _ = dag.edge(Edge.between(join, dag.new_vertex("sink", P.collect())))
+    >>> sorted(run_dag(dag).result("sink"))
+    [((10, 'ad1'), (5, 'ad1')), ((150, 'ad1'), (130, 'ad1'))]
+    ```
+
+    :param left_key_fn: the join key of a left item (ordinal 0).
+    :param right_key_fn: the join key of a right item (ordinal 1).
+    :param left_timestamp_fn: the event time of a left item.
+    :param right_timestamp_fn: the event time of a right item.
+    :param policy: the windows (`WindowPolicy.tumbling` or `.sliding`).
+    :param mapper: makes the output of a left and a right item (`pair` by default).
+    """
     return ProcessorSupplier.of(
         functools.partial(
             _WindowJoinP,

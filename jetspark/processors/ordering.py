@@ -71,7 +71,23 @@ class _SortP(AbstractProcessor):
 
 def sort(key: Callable[[Any], Any] | None = None, reverse: bool = False) -> ProcessorSupplier:
     """Emit all input items sorted by `key` (stable; descending with `reverse`) once the input
-    is complete. Feed it with `Edge.all_to_one()` (see the module docstring)."""
+    is complete. Feed it with `Edge.all_to_one()` (see the module docstring).
+
+    ```pycon
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.testing import run_dag
+    >>> dag = DAG()
+    >>> words = dag.new_vertex("words", P.from_iterable(["pear", "fig", "apple"]), 2)
+    >>> ordered = dag.new_vertex("sort", P.sort(key=len))
+    >>> sink = dag.new_vertex("sink", P.collect())
+    >>> _ = dag.edge(Edge.between(words, ordered).all_to_one()).edge(Edge.between(ordered, sink))
+    >>> run_dag(dag).result("sink")
+    ['fig', 'pear', 'apple']
+    ```
+
+    :param key: what to sort by (the items themselves when None).
+    :param reverse: greatest first.
+    """
     return ProcessorSupplier.of(functools.partial(_SortP, key, reverse))
 
 
@@ -99,7 +115,22 @@ class _DistinctP(AbstractProcessor):
 
 def distinct(key_fn: Callable[[Any], Hashable] = whole_item) -> ProcessorSupplier:
     """Emit each item whose `key_fn(item)` was not seen before, at once; drop the others.
-    Feed it with an edge partitioned by `key_fn` when it runs in more than one processor."""
+    Feed it with an edge partitioned by `key_fn` when it runs in more than one processor.
+
+    ```pycon
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.testing import run_dag
+    >>> dag = DAG()
+    >>> words = dag.new_vertex("words", P.from_iterable(["b", "a", "b", "c", "a"]))
+    >>> first = dag.new_vertex("distinct", P.distinct())
+    >>> sink = dag.new_vertex("sink", P.collect())
+    >>> _ = dag.edge(Edge.between(words, first).partitioned(P.whole_item)).edge(Edge.between(first, sink))
+    >>> run_dag(dag).result("sink")
+    ['b', 'a', 'c']
+    ```
+
+    :param key_fn: what makes two items the same (the whole item by default).
+    """
     return ProcessorSupplier.of(functools.partial(_DistinctP, key_fn))
 
 
@@ -129,7 +160,23 @@ def _top_result(n: int, key: Callable[[Any], Any] | None, acc: list[Any]) -> lis
 
 def top_n(n: int, key: Callable[[Any], Any] | None = None) -> AggregateOperation:
     """The `n` greatest items by `key` (the items themselves when None), greatest first; ties
-    keep the order the items were accumulated in."""
+    keep the order the items were accumulated in.
+
+    ```pycon
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.testing import run_dag
+    >>> scores = [("ann", 7), ("bob", 9), ("ann", 3), ("bob", 2), ("ann", 8)]
+    >>> dag = DAG()
+    >>> source = dag.new_vertex("scores", P.from_iterable(scores))
+    >>> best = P.aggregate_by_key(dag, "best", source, P.entry_key, P.top_n(2, key=lambda s: s[1]))
+    >>> _ = dag.edge(Edge.between(best, dag.new_vertex("sink", P.collect())))
+    >>> sorted(run_dag(dag).result("sink"))
+    [('ann', [('ann', 8), ('ann', 7)]), ('bob', [('bob', 9), ('bob', 2)])]
+    ```
+
+    :param n: how many items to keep.
+    :param key: what to rank by (the items themselves when None).
+    """
     if n < 1:
         raise ValueError(f"top_n: n must be >= 1, got {n}")
     return AggregateOperation(

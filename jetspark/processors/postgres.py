@@ -103,5 +103,34 @@ def postgres(
     """An exactly-once sink into PostgreSQL: `insert` (an INSERT with `%s` placeholders) runs for
     `to_row(item)` of every item, inside transactions prepared at each snapshot and committed
     when the snapshot is committed. Example: `postgres(dsn, "INSERT INTO counts (k, n) VALUES
-    (%s, %s)")` for items `(k, n)`."""
+    (%s, %s)")` for items `(k, n)`.
+
+    Needs `psycopg` (`pip install 'psycopg[binary]'`) and a server with `max_prepared_transactions`
+    above 0. With `dsn` naming your server ([the tutorial](../../tutorial.md) builds a windowed job
+    into PostgreSQL step by step):
+
+    ```pycon
+    >>> import psycopg
+    >>> from jetspark import DAG, Edge, JobConfig, ProcessingGuarantee, processors as P
+    >>> from jetspark.testing import run_dag
+    >>> with psycopg.connect(dsn, autocommit=True) as db:
+    ...     _ = db.execute("CREATE TABLE word_counts (word text PRIMARY KEY, n int)")
+    >>> dag = DAG()
+    >>> words = dag.new_vertex("words", P.from_iterable("to be or not to be".split()))
+    >>> counts = P.aggregate_by_key(dag, "counts", words, P.whole_item, P.counting())
+    >>> insert = "INSERT INTO word_counts (word, n) VALUES (%s, %s)"
+    >>> _ = dag.edge(Edge.between(counts, dag.new_vertex("db", P.postgres(dsn, insert))))
+    >>> job = run_dag(dag, JobConfig(processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE))
+    >>> with psycopg.connect(dsn) as db:
+    ...     db.execute("SELECT word, n FROM word_counts ORDER BY word").fetchall()
+    [('be', 2), ('not', 1), ('or', 1), ('to', 2)]
+    ```
+
+    :param dsn: how to connect (a libpq connection string or URL), from where the processor runs.
+    :param insert: the statement run per item, with `%s` placeholders for the row's values.
+    :param to_row: makes an item's row, a tuple of the placeholders' values (the item itself by
+        default).
+    :param max_transaction_items: a transaction holding this many items is closed and a new one
+        begun (committed only with the next snapshot).
+    """
     return ProcessorSupplier.of(functools.partial(_PostgresP, dsn, insert, to_row, max_transaction_items))

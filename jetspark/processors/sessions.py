@@ -203,7 +203,31 @@ def aggregate_to_session_window(
 ) -> ProcessorSupplier:
     """Session windows per `key_fn(item)`: sessions closed by a `gap` without items, emitted as
     `WindowResult(start, end, key, finish(acc))` once the watermark reaches their end (all at
-    `complete()`). Feed it with an edge partitioned by `key_fn` (see the module docstring)."""
+    `complete()`). Feed it with an edge partitioned by `key_fn` (see the module docstring).
+
+    ```pycon
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.testing import run_dag
+    >>> def user(event): return event[1]
+    >>> def ts(event): return event[0]
+    >>> events = [(0, "ann"), (20, "ann"), (200, "ann"), (5, "bob")]
+    >>> dag = DAG()
+    >>> source = dag.new_vertex("events", P.from_iterable(events))
+    >>> sessions = dag.new_vertex("sessions", P.aggregate_to_session_window(user, ts, 50, P.counting()))
+    >>> _ = dag.edge(Edge.between(source, sessions).partitioned(user))
+    >>> _ = dag.edge(Edge.between(sessions, dag.new_vertex("sink", P.collect())))
+    >>> for result in sorted(run_dag(dag).result("sink"), key=lambda r: (r.key, r.start)):
+    ...     print(result.key, result.start, result.end, result.value)
+    ann 0 70 2
+    ann 200 250 1
+    bob 5 55 1
+    ```
+
+    :param key_fn: the grouping key of an item.
+    :param timestamp_fn: the event time of an item.
+    :param gap: a session ends when its key has no item for this long.
+    :param op: how to aggregate (`counting()`, `to_list()`, ...).
+    """
     if gap <= 0:
         raise ValueError(f"aggregate_to_session_window: gap must be > 0, got {gap}")
     return ProcessorSupplier.of(functools.partial(_SessionWindowP, key_fn, timestamp_fn, gap, op))

@@ -187,11 +187,32 @@ def files(directory: str, format_item: Callable[[Any], str] = str, overwrite: bo
     Files that a `files` sink did not write are never deleted: such a directory is refused even
     with `overwrite`.
 
-    Jobs with a processing guarantee on the local runner write in place instead (until the
-    transactional file sink lands): a restored processor appends to its file, so after
+    Jobs with a processing guarantee on the local runner write in place instead (the
+    exactly-once file sink is `transactional_files`): a restored processor appends to its file, so after
     `suspend()`/`resume()` the files hold every item exactly once, and after a restart from a
     periodic snapshot the items written after that snapshot are written again (at-least-once).
     A snapshot flushes the file first (to the operating system; no fsync).
+
+    ```pycon
+    >>> import os, tempfile
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.testing import run_dag
+    >>> out = os.path.join(tempfile.mkdtemp(), "out")
+    >>> dag = DAG()
+    >>> numbers = dag.new_vertex("numbers", P.from_iterable([1, 2, 3]))
+    >>> _ = dag.edge(Edge.between(numbers, dag.new_vertex("out", P.files(out, lambda n: f"n={n}"))))
+    >>> job = run_dag(dag)
+    >>> sorted(os.listdir(out))
+    ['_SUCCESS', 'out-00000.txt']
+    >>> print(open(os.path.join(out, "out-00000.txt")).read(), end="")
+    n=1
+    n=2
+    n=3
+    ```
+
+    :param directory: where the files go (created if missing).
+    :param format_item: makes an item's line (`str` by default).
+    :param overwrite: replace the output of an earlier job in `directory` when this one succeeds.
     """
     if not callable(format_item):
         raise TypeError(f"files(): format_item must be callable, got {format_item!r}")
@@ -204,6 +225,20 @@ def batches(write: Callable[[list[Any], ProcessorContext], object]) -> Processor
     For external systems such as a database: `context` names the job, vertex and processor index,
     so `write` can open one connection per processor (cache it on first use). Runs on a thread of
     its own, so `write` may block. Not transactional.
+
+    ```pycon
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.testing import run_dag
+    >>> def write(batch, context):
+    ...     print(context.vertex_name, context.global_processor_index, sorted(batch))
+    >>> dag = DAG()
+    >>> numbers = dag.new_vertex("numbers", P.from_iterable([2, 1, 3]))
+    >>> _ = dag.edge(Edge.between(numbers, dag.new_vertex("db", P.batches(write))))
+    >>> job = run_dag(dag)
+    db 0 [1, 2, 3]
+    ```
+
+    :param write: called with each batch (a list of items) and the processor's context.
     """
     if not callable(write):
         raise TypeError(f"batches(): write must be callable, got {write!r}")
@@ -214,15 +249,54 @@ def collect() -> ProcessorSupplier:
     """Hand every item to the runner; the job handle's `result(vertex_name)` returns them.
 
     Each `process` call adds its whole batch at once. Not transactional (see the module docstring).
+
+    ```pycon
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.testing import run_dag
+    >>> dag = DAG()
+    >>> numbers = dag.new_vertex("numbers", P.from_iterable([3, 1, 2]))
+    >>> sink = dag.new_vertex("sink", P.collect())
+    >>> _ = dag.edge(Edge.between(numbers, sink))
+    >>> sorted(run_dag(dag).result("sink"))
+    [1, 2, 3]
+    ```
     """
     return ProcessorSupplier.of(_CollectP, does_work_without_input=False)
 
 
 def logger(level: int = logging.INFO) -> ProcessorSupplier:
-    """Log each item (`%r`) at `level` with the logger `jetspark.vertex.<vertex name>`."""
+    """Log each item (`%r`) at `level` with the logger `jetspark.vertex.<vertex name>`.
+
+    ```pycon
+    >>> import logging, sys
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.testing import run_dag
+    >>> log = logging.getLogger("jetspark.vertex.log")
+    >>> log.addHandler(logging.StreamHandler(sys.stdout)); log.setLevel(logging.INFO)
+    >>> dag = DAG()
+    >>> words = dag.new_vertex("words", P.from_iterable(["hello"]))
+    >>> _ = dag.edge(Edge.between(words, dag.new_vertex("log", P.logger())))
+    >>> job = run_dag(dag)
+    'hello'
+    ```
+
+    :param level: the logging level of the records (`logging.INFO` by default).
+    """
     return ProcessorSupplier.of(functools.partial(_LoggerP, level), does_work_without_input=False)
 
 
 def noop() -> ProcessorSupplier:
-    """Drop every item (for benchmarks and for DAGs whose output is a side effect)."""
+    """Drop every item (for benchmarks and for DAGs whose output is a side effect).
+
+    ```pycon
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.testing import run_dag
+    >>> dag = DAG()
+    >>> numbers = dag.new_vertex("numbers", P.from_iterable(range(1000)))
+    >>> drop = dag.new_vertex("drop", P.noop())
+    >>> _ = dag.edge(Edge.between(numbers, drop))
+    >>> run_dag(dag).metrics()["drop"]["received"]
+    1000
+    ```
+    """
     return ProcessorSupplier.of(_NoopP, does_work_without_input=False)

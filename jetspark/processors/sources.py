@@ -157,6 +157,20 @@ def from_iterable(items: Iterable[Any]) -> ProcessorSupplier:
     Processor `g` of total parallelism `T` emits the items at positions `g, g + T, ...`, so the
     order of items is kept within each processor's share only. Snapshot-able, also into a job with
     another parallelism (see the module docstring). Items must not be None.
+
+    ```pycon
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.testing import run_dag
+    >>> dag = DAG()
+    >>> letters = dag.new_vertex("letters", P.from_iterable("abc"), 2)  # two processors share them
+    >>> sink = dag.new_vertex("sink", P.collect())
+    >>> _ = dag.edge(Edge.between(letters, sink))
+    >>> sorted(run_dag(dag).result("sink"))
+    ['a', 'b', 'c']
+    ```
+
+    :param items: the items (not None); a range or tuple is kept as it is, anything else is copied
+        into a tuple when the supplier is made.
     """
     # A range or a tuple is kept as it is (immutable, cheap to slice); anything else is copied.
     sequence: Sequence[Any] = items if isinstance(items, (range, tuple)) else tuple(items)
@@ -319,6 +333,23 @@ def generator_stream(
     `idle_timeout_millis` a processor that emitted nothing for that long emits `IDLE_MESSAGE`
     once, so that it does not hold back the watermark downstream. The sequence position is saved
     in snapshots, so a restored job continues where it stopped.
+
+    ```pycon
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.testing import run_dag
+    >>> dag = DAG()
+    >>> squares = dag.new_vertex("squares", P.generator_stream(count=5, fn=lambda seq: seq * seq))
+    >>> sink = dag.new_vertex("sink", P.collect())
+    >>> _ = dag.edge(Edge.between(squares, sink))
+    >>> sorted(run_dag(dag).result("sink"))
+    [0, 1, 4, 9, 16]
+    ```
+
+    :param count: how many sequence numbers in all; None: endless.
+    :param items_per_second: the rate of the whole vertex; None: as fast as the outbox takes them.
+    :param fn: maps a sequence number to the item (the number itself by default); None skips it.
+    :param timestamp_fn: gives an item's event time (ms), to emit watermarks; None: no watermarks.
+    :param idle_timeout_millis: after this long without an item a processor reports itself idle.
     """
     if count is not None and count < 0:
         raise ValueError(f"generator_stream: count must be >= 0 or None, got {count}")

@@ -268,6 +268,25 @@ def transactional_files(
     With EXACTLY_ONCE each line appears once after any failure and restart; readers should ignore
     names starting with a dot (transactions not committed yet). The directory must be reachable
     from every Spark executor (a shared file system) and written by one job only.
+
+    ```pycon
+    >>> import tempfile
+    >>> from jetspark import DAG, Edge, JobConfig, ProcessingGuarantee, processors as P
+    >>> from jetspark.processors.transactional import read_lines
+    >>> from jetspark.testing import run_dag
+    >>> out = tempfile.mkdtemp()
+    >>> dag = DAG()
+    >>> numbers = dag.new_vertex("numbers", P.from_iterable(range(5)))
+    >>> _ = dag.edge(Edge.between(numbers, dag.new_vertex("out", P.transactional_files(out))))
+    >>> job = run_dag(dag, JobConfig(processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE))
+    >>> sorted(read_lines(out))
+    ['0', '1', '2', '3', '4']
+    ```
+
+    :param directory: where the `part-*` files go.
+    :param format_item: makes an item's line (`str` by default).
+    :param max_transaction_items: a transaction holding this many items is closed and a new one
+        begun (its file is still committed only with the next snapshot).
     """
     return ProcessorSupplier.of(
         functools.partial(_TransactionalFilesP, directory, format_item, max_transaction_items)

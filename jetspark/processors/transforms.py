@@ -134,6 +134,15 @@ class Chain:
     """An immutable list of map/filter/flat_map steps, for `fused`: `Chain().map(f).filter(p)`.
 
     Iterating it gives the `(kind, fn)` steps, so `fused` also takes a plain list of those.
+
+    ```pycon
+    >>> from jetspark import processors as P
+    >>> chain = P.Chain().map(str.strip).filter(None).flat_map(str.split)
+    >>> [kind for kind, fn in chain]
+    ['map', 'filter', 'flat_map']
+    ```
+
+    :param steps: the `(kind, fn)` steps to start from (none by default).
     """
 
     __slots__ = ("steps",)
@@ -201,19 +210,65 @@ def _check_callable(factory: str, fn: object) -> None:
 
 
 def map(fn: Callable[[Any], Any]) -> ProcessorSupplier:
-    """Emit `fn(item)` for each item; an item mapped to None is dropped."""
+    """Emit `fn(item)` for each item; an item mapped to None is dropped.
+
+    ```pycon
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.testing import run_dag
+    >>> dag = DAG()
+    >>> numbers = dag.new_vertex("numbers", P.from_iterable([1, 2, 3]))
+    >>> double = dag.new_vertex("double", P.map(lambda x: 2 * x))
+    >>> sink = dag.new_vertex("sink", P.collect())
+    >>> _ = dag.edge(Edge.between(numbers, double)).edge(Edge.between(double, sink))
+    >>> sorted(run_dag(dag).result("sink"))
+    [2, 4, 6]
+    ```
+
+    :param fn: called with each item; its result is emitted (None: nothing).
+    :returns: a supplier for `DAG.new_vertex`; the planner may fuse it with neighbouring steps.
+    """
     _check_callable("map", fn)
     return StepsSupplier((("map", fn),))
 
 
 def filter(predicate: Callable[[Any], Any]) -> ProcessorSupplier:
-    """Emit the items for which `predicate(item)` is true."""
+    """Emit the items for which `predicate(item)` is true.
+
+    ```pycon
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.testing import run_dag
+    >>> dag = DAG()
+    >>> numbers = dag.new_vertex("numbers", P.from_iterable(range(10)))
+    >>> even = dag.new_vertex("even", P.filter(lambda x: x % 2 == 0))
+    >>> sink = dag.new_vertex("sink", P.collect())
+    >>> _ = dag.edge(Edge.between(numbers, even)).edge(Edge.between(even, sink))
+    >>> sorted(run_dag(dag).result("sink"))
+    [0, 2, 4, 6, 8]
+    ```
+
+    :param predicate: called with each item; the item is emitted when the result is true.
+    """
     _check_callable("filter", predicate)
     return StepsSupplier((("filter", predicate),))
 
 
 def flat_map(fn: Callable[[Any], Iterable[Any]]) -> ProcessorSupplier:
-    """Emit every item of the iterable (or `Traverser`) `fn(item)` returns; None items are skipped."""
+    """Emit every item of the iterable (or `Traverser`) `fn(item)` returns; None items are skipped.
+
+    ```pycon
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.testing import run_dag
+    >>> dag = DAG()
+    >>> lines = dag.new_vertex("lines", P.from_iterable(["to be", "or not"]))
+    >>> words = dag.new_vertex("words", P.flat_map(str.split))
+    >>> sink = dag.new_vertex("sink", P.collect())
+    >>> _ = dag.edge(Edge.between(lines, words)).edge(Edge.between(words, sink))
+    >>> sorted(run_dag(dag).result("sink"))
+    ['be', 'not', 'or', 'to']
+    ```
+
+    :param fn: called with each item; returns an iterable (or a `Traverser`) of the items to emit.
+    """
     _check_callable("flat_map", fn)
     return StepsSupplier((("flat_map", fn),))
 
@@ -224,6 +279,21 @@ def fused(steps: Iterable[Step]) -> ProcessorSupplier:
     `steps` is a `Chain` (`Chain().map(f).filter(p).flat_map(g)`) or a list of `(kind, fn)`
     tuples with kind "map", "filter" or "flat_map". The output equals that of one vertex per step
     joined by local edges, without the queues between them.
+
+    ```pycon
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.testing import run_dag
+    >>> steps = P.Chain().flat_map(str.split).filter(lambda w: len(w) > 2).map(str.upper)
+    >>> dag = DAG()
+    >>> lines = dag.new_vertex("lines", P.from_iterable(["to be", "or not to be"]))
+    >>> words = dag.new_vertex("long-words", P.fused(steps))
+    >>> sink = dag.new_vertex("sink", P.collect())
+    >>> _ = dag.edge(Edge.between(lines, words)).edge(Edge.between(words, sink))
+    >>> run_dag(dag).result("sink")
+    ['NOT']
+    ```
+
+    :param steps: a `Chain`, or `(kind, fn)` tuples with kind "map", "filter" or "flat_map".
     """
     checked = checked_steps(steps, "fused")
     if not checked:

@@ -63,7 +63,21 @@ def clone_acc(acc: Any) -> Any:
 @attrs.frozen
 class WindowPolicy:
     """Frames of `frame_size` (the slide), windows of `window_size` (a multiple of it), the grid
-    shifted by `frame_offset`. Use `sliding(size, slide)` or `tumbling(size)`."""
+    shifted by `frame_offset`. Use `sliding(size, slide)` or `tumbling(size)`.
+
+    ```pycon
+    >>> from jetspark import processors as P
+    >>> policy = P.WindowPolicy.sliding(1000, 250)
+    >>> policy.frame_size, policy.window_size, policy.frame_end(1234)
+    (250, 1000, 1250)
+    >>> P.WindowPolicy.tumbling(100).is_tumbling
+    True
+    ```
+
+    :ivar frame_size: the slide: windows start and end on multiples of it.
+    :ivar window_size: the window's length, a multiple of `frame_size`.
+    :ivar frame_offset: shifts the grid of frames (0: frames start at multiples of the slide).
+    """
 
     frame_size: int
     window_size: int
@@ -111,7 +125,21 @@ class WindowPolicy:
 
 
 class WindowResult(NamedTuple):
-    """One key's result for the window `[start, end)`; `early` for a result before the window closed."""
+    """One key's result for the window `[start, end)`; `early` for a result before the window closed.
+
+    ```pycon
+    >>> from jetspark import processors as P
+    >>> result = P.WindowResult(0, 100, "/a", 2)
+    >>> result.end - result.start, result.key, result.value, result.early
+    (100, '/a', 2, False)
+    ```
+
+    :ivar start: where the window starts (inclusive).
+    :ivar end: where the window ends (exclusive).
+    :ivar key: the grouping key.
+    :ivar value: the aggregate operation's result for the key in the window.
+    :ivar early: True for a result emitted before the window closed (`early_results_millis`).
+    """
 
     start: int
     end: int
@@ -121,7 +149,19 @@ class WindowResult(NamedTuple):
 
 
 class FrameEntry(NamedTuple):
-    """Stage 1's output: one key's accumulator for the frame ending at `frame_end`."""
+    """Stage 1's output: one key's accumulator for the frame ending at `frame_end`.
+
+    ```pycon
+    >>> from jetspark import processors as P
+    >>> entry = P.FrameEntry(frame_end=250, key="/a", acc=3)
+    >>> P.frame_entry_key(entry)
+    '/a'
+    ```
+
+    :ivar frame_end: the end of the frame (frames are named by their end).
+    :ivar key: the grouping key.
+    :ivar acc: the accumulator of the key's items in the frame.
+    """
 
     frame_end: int
     key: Any
@@ -492,7 +532,27 @@ def accumulate_by_frame(
 ) -> ProcessorSupplier:
     """Stage 1 of a window: accumulate items per (frame, `key_fn(item)`); emit
     `FrameEntry(frame_end, key, acc)` once the watermark reaches the frame's end (all at
-    `complete()`), then the watermark. Late items are counted and dropped (module docstring)."""
+    `complete()`), then the watermark. Late items are counted and dropped (module docstring).
+
+    ```pycon
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.testing import run_dag
+    >>> clicks = [(10, "/a"), (40, "/a"), (120, "/a")]  # (time, page)
+    >>> dag = DAG()
+    >>> source = dag.new_vertex("clicks", P.from_iterable(clicks))
+    >>> frames = dag.new_vertex("frames", P.accumulate_by_frame(
+    ...     lambda c: c[1], lambda c: c[0], P.WindowPolicy.tumbling(100), P.counting()))
+    >>> sink = dag.new_vertex("sink", P.collect())
+    >>> _ = dag.edge(Edge.between(source, frames)).edge(Edge.between(frames, sink))
+    >>> sorted(run_dag(dag).result("sink"))
+    [FrameEntry(frame_end=100, key='/a', acc=2), FrameEntry(frame_end=200, key='/a', acc=1)]
+    ```
+
+    :param key_fn: the grouping key of an item.
+    :param timestamp_fn: the event time of an item.
+    :param policy: the windows the frames are for (their slide is the frame size).
+    :param op: how to aggregate (`counting()`, `summing(fn)`, ...).
+    """
     return ProcessorSupplier.of(
         functools.partial(_FrameAccumulatorP, policy.frames_policy(), op, 0, key_fn, timestamp_fn)
     )
@@ -503,7 +563,30 @@ def combine_to_sliding_window(
 ) -> ProcessorSupplier:
     """Stage 2 of a window: combine `FrameEntry`s into windows; emit `WindowResult(start, end,
     key, finish(acc))` once the watermark reaches the window's end. Feed it with an edge
-    partitioned by `frame_entry_key` (and distributed)."""
+    partitioned by `frame_entry_key` (and distributed).
+
+    ```pycon
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.testing import run_dag
+    >>> frames = [P.FrameEntry(100, "/a", 2), P.FrameEntry(200, "/a", 1), P.FrameEntry(200, "/a", 4)]
+    >>> dag = DAG()
+    >>> source = dag.new_vertex("frames", P.from_iterable(frames))
+    >>> sliding = P.WindowPolicy.sliding(200, 100)
+    >>> windows = dag.new_vertex("windows", P.combine_to_sliding_window(sliding, P.counting()))
+    >>> _ = dag.edge(Edge.between(source, windows).partitioned(P.frame_entry_key).distributed())
+    >>> _ = dag.edge(Edge.between(windows, dag.new_vertex("sink", P.collect())))
+    >>> for result in sorted(run_dag(dag).result("sink")):
+    ...     print(result.start, result.end, result.key, result.value)
+    -100 100 /a 2
+    0 200 /a 7
+    100 300 /a 5
+    ```
+
+    :param policy: the windows; the same policy as stage 1's.
+    :param op: the same operation stage 1 accumulated with; its `finish` makes each result.
+    :param early_results_millis: also emit the current value of open windows at most this often
+        (0: only final results).
+    """
     _check_window_args("combine_to_sliding_window", early_results_millis)
     return ProcessorSupplier.of(
         functools.partial(_SlidingWindowP, policy, op, early_results_millis, None, None)
@@ -519,7 +602,33 @@ def aggregate_to_sliding_window(
 ) -> ProcessorSupplier:
     """Both stages in one processor: items in, `WindowResult`s out. Feed it with an edge
     partitioned by `key_fn`; every item then crosses the network (two stages send one
-    accumulator per frame and key instead)."""
+    accumulator per frame and key instead).
+
+    ```pycon
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.testing import run_dag
+    >>> def page(click): return click[1]
+    >>> def ts(click): return click[0]
+    >>> dag = DAG()
+    >>> source = dag.new_vertex("clicks", P.from_iterable([(10, "/a"), (40, "/b"), (120, "/a")]))
+    >>> tumbling = P.WindowPolicy.tumbling(100)
+    >>> windows = dag.new_vertex("windows", P.aggregate_to_sliding_window(page, ts, tumbling, P.counting()))
+    >>> _ = dag.edge(Edge.between(source, windows).partitioned(page))
+    >>> _ = dag.edge(Edge.between(windows, dag.new_vertex("sink", P.collect())))
+    >>> for result in sorted(run_dag(dag).result("sink")):
+    ...     print(result.start, result.end, result.key, result.value)
+    0 100 /a 1
+    0 100 /b 1
+    100 200 /a 1
+    ```
+
+    :param key_fn: the grouping key of an item.
+    :param timestamp_fn: the event time of an item.
+    :param policy: the windows (`WindowPolicy.sliding(size, slide)` or `.tumbling(size)`).
+    :param op: how to aggregate (`counting()`, `summing(fn)`, ...).
+    :param early_results_millis: also emit the current value of open windows at most this often
+        (0: only final results).
+    """
     _check_window_args("aggregate_to_sliding_window", early_results_millis)
     return ProcessorSupplier.of(
         functools.partial(_SlidingWindowP, policy, op, early_results_millis, key_fn, timestamp_fn)
@@ -545,6 +654,37 @@ def window_aggregate(
     With `early_results_millis`, only `name` is added, one stage behind the partitioned edge
     (as Jet does): stage 2 would see a frame only once the watermark closed it, too late for
     an early result.
+
+    ```pycon
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.testing import run_dag
+    >>> def page(click): return click[1]
+    >>> def ts(click): return click[0]
+    >>> dag = DAG()
+    >>> source = dag.new_vertex("clicks", P.from_iterable([(10, "/a"), (40, "/a"), (120, "/b")]))
+    >>> stamps = dag.new_vertex("stamps", P.insert_watermarks(ts, throttling_frame_size=100))
+    >>> _ = dag.edge(Edge.between(source, stamps).isolated())
+    >>> sliding = P.WindowPolicy.sliding(200, 100)
+    >>> windows = P.window_aggregate(dag, "per-page", stamps, page, ts, sliding, P.counting())
+    >>> _ = dag.edge(Edge.between(windows, dag.new_vertex("sink", P.collect())))
+    >>> for result in sorted(run_dag(dag).result("sink")):
+    ...     print(result.start, result.end, result.key, result.value)
+    -100 100 /a 2
+    0 200 /a 2
+    0 200 /b 1
+    100 300 /b 1
+    ```
+
+    :param dag: the DAG to add the vertices and their edges to.
+    :param name: the last stage's vertex name (stage 1 is `"{name}-frames"`).
+    :param upstream: the vertex whose output is aggregated; it should emit watermarks.
+    :param key_fn: the grouping key of an item.
+    :param timestamp_fn: the event time of an item.
+    :param policy: the windows (`WindowPolicy.sliding(size, slide)` or `.tumbling(size)`).
+    :param op: how to aggregate (`counting()`, `summing(fn)`, `top_n(n)`, ...).
+    :param ordinal: the outbound ordinal of `upstream` to read.
+    :param early_results_millis: also emit the current value of open windows at most this often
+        (0: only final results).
     """
     if early_results_millis:
         single = aggregate_to_sliding_window(key_fn, timestamp_fn, policy, op, early_results_millis)

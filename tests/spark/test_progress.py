@@ -16,7 +16,7 @@ from jetspark.processors import collect
 from jetspark.runners.job import JobStatus
 from jetspark.runners.spark import SparkRunner
 from tests.gates import Gate, gated_pass, gated_stream
-from tests.unit.cli.test_progress import ANSI, figures_in, numbers_job
+from tests.unit.cli.test_progress import ANSI, figures_in, numbers_job, run_on_a_terminal
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.spark
@@ -65,3 +65,46 @@ def test_a_running_batch_jobs_counts_reach_the_driver_before_it_ends(spark: Any,
     job.join(120)
     assert job.live_metrics() == {}  # ended: metrics() has the exact figures
     assert job.metrics()["numbers"]["emitted"] == job.metrics()["sink"]["received"] == 1000
+
+
+EPOCH_JOB = """
+import sys
+
+from jetspark import DAG, Edge, JobConfig, ProcessingGuarantee
+from jetspark import processors as P
+from jetspark.api import run
+
+dag = DAG()
+numbers = dag.new_vertex("numbers", P.generator_stream(count=3000, items_per_second=1000))
+counts = P.aggregate_by_key(dag, "counts", numbers, lambda n: n % 3, P.counting())
+dag.edge(Edge.between(counts, dag.new_vertex("sink", P.collect())))
+config = JobConfig(
+    name="epochs",
+    processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE,
+    snapshot_interval_millis=500,
+    checkpoint_root=sys.argv[1],
+)
+job = run(dag, config)
+print("committed", job.epochs_committed)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_jetspark_run_on_a_terminal_says_spark_is_starting_and_shows_the_epochs(tmp_path: Path) -> None:
+    """A fresh `jetspark run` on Spark (its own JVM, not the test session) on a pseudo-terminal:
+    the session's start is announced and timed, then the epoch job's table names its epochs."""
+    job_file = tmp_path / "epochs.py"
+    job_file.write_text(EPOCH_JOB)
+    shown = ANSI.sub(
+        "", run_on_a_terminal("run", "--master", "local[2]", str(job_file), str(tmp_path / "cp"), timeout=360)
+    )
+    assert "Starting Spark (local[2]) ... " in shown, shown
+    assert re.search(r"Spark \(local\[2\]\) started in \d+\.\d s", shown), shown
+    assert re.search(r"epoch \d+ running \d+\.\d s", shown), shown  # while an epoch ran
+    committed = re.findall(r"epoch (\d+) committed in (\d+\.\d) s  (\d+) committed, 0 aborted", shown)
+    assert committed, shown
+    epoch, seconds, count = committed[-1]
+    assert int(count) >= 1 and int(epoch) >= 1 and float(seconds) > 0
+    assert re.search(r"vertex\s+received\s+emitted\s+in/s\s+out/s", shown), shown
+    assert figures_in(shown)["sink"] == (3, 0)  # the three counts, once

@@ -69,6 +69,10 @@ class EpochJob(SparkJob):
         self._request: str | None = None  # "cancel", "suspend" or "restart"
         self.epochs_committed = 0
         self.epochs_aborted = 0
+        #: The epoch running now and when it started (`time.monotonic()`), for progress displays.
+        self.running_epoch: tuple[int, float] | None = None
+        #: The last committed epoch and its seconds from start to commit.
+        self.last_committed_epoch: tuple[int, float] | None = None
         #: Why the last epoch aborted, in one line (`failures.describe_failure`).
         self.last_abort: str | None = None
         #: The last aborts: epoch, time (wall clock) and cause, oldest first.
@@ -274,6 +278,7 @@ class EpochJob(SparkJob):
         )
 
     def _run_epoch(self, spec: EpochSpec) -> DriverReports:
+        self.running_epoch = (spec.epoch, time.monotonic())
         final_rdd, persisted = self._build(dumps(spec))
         try:
             with call_site(self.spark.sparkContext, final_rdd.name()):
@@ -305,6 +310,8 @@ class EpochJob(SparkJob):
         self._completed = completed
         self._keep(outcome)
         self.epochs_committed += 1
+        started = self.running_epoch[1] if self.running_epoch else time.monotonic()
+        self.last_committed_epoch = (epoch, time.monotonic() - started)
 
     def _keep(self, outcome: DriverReports) -> None:
         """A committed (or the completing) epoch's results and metrics count; an aborted one's not."""

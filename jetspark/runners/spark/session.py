@@ -145,6 +145,13 @@ def pyspark_home() -> str:
     return str(Path(pyspark.__file__).parent)
 
 
+def session_running() -> bool:
+    """A SparkContext is running in this process (so `get_session` starts nothing)."""
+    from pyspark import SparkContext
+
+    return SparkContext._active_spark_context is not None
+
+
 def get_session(master: str | None = None, extra_conf: dict[str, str] | None = None) -> Any:
     """The running SparkSession, or a new one (see the module docstring)."""
     from pyspark import SparkContext

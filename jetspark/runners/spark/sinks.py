@@ -54,5 +54,27 @@ def write_dataframe(
     `schema` is anything `spark.createDataFrame` takes (a StructType, a DDL string or a list of
     column names); None infers it. With `path=None` nothing is written and the DataFrame is only
     available from `SparkJob.dataframe(vertex)`.
+
+    With `spark` your SparkSession:
+
+    ```pycon
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.runners.spark import SparkRunner, write_dataframe
+    >>> dag = DAG()
+    >>> words = dag.new_vertex("words", P.from_iterable("to be or not to be".split()))
+    >>> counts = P.aggregate_by_key(dag, "counts", words, P.whole_item, P.counting())
+    >>> out = dag.new_vertex("out", write_dataframe(schema="word string, n long"))
+    >>> _ = dag.edge(Edge.between(counts, out))
+    >>> job = SparkRunner(spark).run(dag)
+    >>> [tuple(row) for row in job.dataframe("out").orderBy("word").collect()]
+    [('be', 2), ('not', 1), ('or', 1), ('to', 2)]
+    ```
+
+    :param path: where Spark writes the DataFrame; None: not written, only available from
+        `SparkJob.dataframe(vertex)`.
+    :param format: the DataFrameWriter format ("parquet", "json", "csv", ...).
+    :param mode: the DataFrameWriter save mode ("errorifexists", "overwrite", "append", "ignore").
+    :param schema: the DataFrame's schema (a StructType, a DDL string or column names); None infers it.
+    :param options: passed on to the DataFrameWriter (`compression="snappy"`, ...).
     """
     return DataFrameSink(path, format, mode, schema, dict(options))

@@ -127,6 +127,24 @@ def from_rdd(rdd: Any, keys: Collection[Any] | None = None) -> RddSource:
     function runs on the driver for each key, so it must give the same answer there as on the
     executors (jetspark's `stable_hash` does; pyspark's default `portable_hash` of a str needs
     PYTHONHASHSEED set on the driver).
+
+    With `spark` your SparkSession:
+
+    ```pycon
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.runners.spark import SparkRunner, from_rdd
+    >>> dag = DAG()
+    >>> numbers = dag.new_vertex("numbers", from_rdd(spark.sparkContext.parallelize(range(6), 3)))
+    >>> odd = dag.new_vertex("odd", P.filter(lambda n: n % 2))
+    >>> sink = dag.new_vertex("sink", P.collect())
+    >>> _ = dag.edge(Edge.between(numbers, odd)).edge(Edge.between(odd, sink))
+    >>> sorted(SparkRunner(spark).run(dag).result("sink"))
+    [1, 3, 5]
+    ```
+
+    :param rdd: the pyspark RDD whose items the vertex emits.
+    :param keys: emit only the pairs with one of these keys, reading only their partitions
+        (`rdd` must then be a pair RDD with a partitioner).
     """
     if not hasattr(rdd, "mapPartitionsWithIndex") or not hasattr(rdd, "getNumPartitions"):
         raise TypeError(f"from_rdd() needs a pyspark RDD, got {type(rdd).__name__}")
@@ -134,7 +152,25 @@ def from_rdd(rdd: Any, keys: Collection[Any] | None = None) -> RddSource:
 
 
 def from_dataframe(df: Any) -> RddSource:
-    """A source vertex emitting the rows (`pyspark.sql.Row`) of DataFrame `df`."""
+    """A source vertex emitting the rows (`pyspark.sql.Row`) of DataFrame `df`.
+
+    With `spark` your SparkSession:
+
+    ```pycon
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.runners.spark import SparkRunner, from_dataframe
+    >>> df = spark.createDataFrame([("tea", 3), ("cake", 5)], "item string, n int")
+    >>> dag = DAG()
+    >>> rows = dag.new_vertex("rows", from_dataframe(df))
+    >>> names = dag.new_vertex("names", P.map(lambda row: f"{row.item}={row.n}"))
+    >>> sink = dag.new_vertex("sink", P.collect())
+    >>> _ = dag.edge(Edge.between(rows, names)).edge(Edge.between(names, sink))
+    >>> sorted(SparkRunner(spark).run(dag).result("sink"))
+    ['cake=5', 'tea=3']
+    ```
+
+    :param df: the pyspark DataFrame whose rows the vertex emits.
+    """
     if not hasattr(df, "rdd"):
         raise TypeError(f"from_dataframe() needs a pyspark DataFrame, got {type(df).__name__}")
     return RddSource(df.rdd)

@@ -15,7 +15,7 @@ from pathlib import Path
 from rich.console import Console
 
 from jetspark import DAG, Edge, JobConfig
-from jetspark.cli.progress import JobProgress, progress_display
+from jetspark.cli.progress import JobProgress, progress_display, spark_start_display
 from jetspark.processors import collect, from_iterable
 from jetspark.processors import map as map_p
 from jetspark.runners.local import LocalJob, LocalRunner
@@ -84,6 +84,55 @@ def test_figures_while_running_are_read_from_the_job_and_rates_follow(tmp_path: 
         job.join(60)
 
 
+def test_input_and_output_rates_are_named_and_become_the_runs_averages_at_the_end() -> None:
+    clock = [0.0]
+    job = LocalRunner(1).submit(numbers_job(1000), JobConfig(name="squares"))
+    view = JobProgress(job, clock=lambda: clock[0])
+    job.join(60)
+    clock[0] = 4.0  # the job ran (as the display counts) 4 s
+    shown = ANSI.sub("", drawn(view))
+    assert re.search(r"vertex\s+received\s+emitted\s+in/s\s+out/s", shown), shown
+    assert re.search(r"numbers\s+0\s+1,000\s+0\s+250\b", shown), shown  # a source: output only
+    assert re.search(r"square\s+1,000\s+1,000\s+250\s+250\b", shown), shown
+    assert "averaged over the run" in shown
+
+
+def test_a_line_says_when_nothing_moved_for_the_stall_time(tmp_path: Path) -> None:
+    gate = Gate(tmp_path / "gate", hold_at=300)
+    dag = DAG()
+    source = dag.new_vertex("source", gated_stream(gate, count=1000))
+    dag.edge(Edge.between(source, dag.new_vertex("sink", collect())))
+    job: LocalJob = LocalRunner(1).submit(dag, JobConfig(name="held"))
+    clock = [0.0]
+    view = JobProgress(job, clock=lambda: clock[0], stall=30)
+    try:
+        wait_until(lambda: job.metrics().get("sink", {}).get("received") == 300, "300 items in")
+        view.read()
+        clock[0] = 29.0
+        assert "no progress" not in ANSI.sub("", drawn(view))
+        clock[0] = 31.0
+        assert "no progress for 31 s" in ANSI.sub("", drawn(view))
+        gate.hold_at(400)
+        wait_until(lambda: job.metrics().get("sink", {}).get("received") == 400, "400 items in")
+        clock[0] = 32.0
+        assert "no progress" not in ANSI.sub("", drawn(view))  # it moved: the clock starts again
+    finally:
+        gate.open()
+        job.join(60)
+    assert "no progress" not in ANSI.sub("", drawn(view))  # an ended job is not stalled
+
+
+def test_the_spark_start_line_shows_while_the_session_starts_and_how_long_it_took() -> None:
+    out = io.StringIO()
+    with spark_start_display("local[2]", force_terminal=True, file=out, refresh=0.01):
+        wait_until(lambda: "Starting Spark (local[2]) ... " in ANSI.sub("", out.getvalue()), "the line")
+    assert re.search(r"Spark \(local\[2\]\) started in \d+\.\d s", ANSI.sub("", out.getvalue()))
+    quiet = io.StringIO()
+    with spark_start_display("local[2]", file=quiet):
+        pass
+    assert quiet.getvalue() == ""  # not a terminal
+
+
 def drawn(view: JobProgress) -> str:
     out = io.StringIO()
     Console(file=out, force_terminal=True, width=120).print(view.table())
@@ -107,7 +156,7 @@ def test_the_display_is_quiet_when_the_output_is_not_a_terminal() -> None:
     assert out.getvalue() == ""
 
 
-def run_on_a_terminal(*args: str) -> str:
+def run_on_a_terminal(*args: str, timeout: float = 120) -> str:
     """`jetspark run ...` with its standard error on a pseudo-terminal; what the terminal showed."""
     controller, terminal = pty.openpty()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "120", "TERM": "xterm"}
@@ -121,7 +170,7 @@ def run_on_a_terminal(*args: str) -> str:
     )
     os.close(terminal)
     shown = b""
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
             chunk = os.read(controller, 65536)
