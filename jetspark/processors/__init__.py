@@ -5,6 +5,8 @@ The implementation classes live in the submodules and are private: only the fact
 without breaking anyone. Each factory's docstring is its specification.
 
 - sources: `from_iterable`, `generator_stream`, `directory_stream`
+- file sources: `read_text`, `read_jsonl`, `read_csv`, `read_parquet`; bad records: `BadRecord`,
+  `BAD_RECORDS_METRIC` (`errors=` "fail", "skip" or "dead_letter")
 - transforms: `map`, `filter`, `flat_map`, `fused` (with `Chain`)
 - aggregation: `AggregateOperation`, `counting`, `summing`, `to_list`, `averaging`,
   `accumulate_by_key`, `combine_by_key`, `aggregate_by_key`, `entry_key`, `whole_item`
@@ -28,10 +30,16 @@ from jetspark.processors.aggregate import counting as counting
 from jetspark.processors.aggregate import entry_key as entry_key
 from jetspark.processors.aggregate import summing as summing
 from jetspark.processors.aggregate import to_list as to_list
+from jetspark.processors.bad_records import BAD_RECORDS_METRIC as BAD_RECORDS_METRIC
+from jetspark.processors.bad_records import BadRecord as BadRecord
 from jetspark.processors.directory_source import directory_stream as directory_stream
 from jetspark.processors.event_time import EventTimeMapper as EventTimeMapper
 from jetspark.processors.event_time import EventTimePolicy as EventTimePolicy
 from jetspark.processors.event_time import insert_watermarks as insert_watermarks
+from jetspark.processors.file_sources import read_csv as read_csv
+from jetspark.processors.file_sources import read_jsonl as read_jsonl
+from jetspark.processors.file_sources import read_parquet as read_parquet
+from jetspark.processors.file_sources import read_text as read_text
 from jetspark.processors.joins import hash_join as hash_join
 from jetspark.processors.joins import pair as pair
 from jetspark.processors.joins import window_join as window_join
@@ -64,8 +72,10 @@ from jetspark.processors.windows import frame_entry_key as frame_entry_key
 from jetspark.processors.windows import window_aggregate as window_aggregate
 
 __all__ = [
+    "BAD_RECORDS_METRIC",
     "LATE_ITEMS_METRIC",
     "AggregateOperation",
+    "BadRecord",
     "Chain",
     "EventTimeMapper",
     "EventTimePolicy",
@@ -100,6 +110,10 @@ __all__ = [
     "noop",
     "pair",
     "postgres",
+    "read_csv",
+    "read_jsonl",
+    "read_parquet",
+    "read_text",
     "sort",
     "summing",
     "to_list",
