@@ -6,7 +6,8 @@ without breaking anyone. Each factory's docstring is its specification.
 
 - sources: `from_iterable`, `generator_stream`, `directory_stream`
 - file sources: `read_text`, `read_jsonl`, `read_csv`, `read_parquet`; bad records: `BadRecord`,
-  `BAD_RECORDS_METRIC` (`errors=` "fail", "skip" or "dead_letter")
+  `BAD_RECORDS_METRIC` (`errors=` "fail", "skip" or "dead_letter"); formats for
+  `directory_stream`: `text_format`, `jsonl_format`, `csv_format`, `parquet_format`
 - transforms: `map`, `filter`, `flat_map`, `fused` (with `Chain`)
 - aggregation: `AggregateOperation`, `counting`, `summing`, `to_list`, `averaging`,
   `accumulate_by_key`, `combine_by_key`, `aggregate_by_key`, `entry_key`, `whole_item`
@@ -36,6 +37,10 @@ from jetspark.processors.directory_source import directory_stream as directory_s
 from jetspark.processors.event_time import EventTimeMapper as EventTimeMapper
 from jetspark.processors.event_time import EventTimePolicy as EventTimePolicy
 from jetspark.processors.event_time import insert_watermarks as insert_watermarks
+from jetspark.processors.file_formats import csv_format as csv_format
+from jetspark.processors.file_formats import jsonl_format as jsonl_format
+from jetspark.processors.file_formats import parquet_format as parquet_format
+from jetspark.processors.file_formats import text_format as text_format
 from jetspark.processors.file_sources import read_csv as read_csv
 from jetspark.processors.file_sources import read_jsonl as read_jsonl
 from jetspark.processors.file_sources import read_parquet as read_parquet
@@ -93,6 +98,7 @@ __all__ = [
     "combine_by_key",
     "combine_to_sliding_window",
     "counting",
+    "csv_format",
     "directory_stream",
     "distinct",
     "entry_key",
@@ -105,10 +111,12 @@ __all__ = [
     "generator_stream",
     "hash_join",
     "insert_watermarks",
+    "jsonl_format",
     "logger",
     "map",
     "noop",
     "pair",
+    "parquet_format",
     "postgres",
     "read_csv",
     "read_jsonl",
@@ -116,6 +124,7 @@ __all__ = [
     "read_text",
     "sort",
     "summing",
+    "text_format",
     "to_list",
     "top_n",
     "transactional_files",

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Literal, NamedTuple
 
 from jetspark.core.errors import JobFailedError
+from jetspark.core.outbox import Outbox
 
 #: The `errors=` policies of the file sources.
 ErrorPolicy = Literal["fail", "skip", "dead_letter"]
@@ -66,3 +67,41 @@ def bad_record_failure(vertex: str, bad: BadRecord) -> JobFailedError:
         "(errors='skip' drops such records, errors='dead_letter' sends them to ordinal 1)",
         vertex=vertex,
     )
+
+
+class BadRecords:
+    """A source's side of the policy: the ordinal of good records, the room for a batch, and what
+    happens to the bad lines of a batch. `count` is the `bad_records` metric."""
+
+    def __init__(self, errors: ErrorPolicy) -> None:
+        self.errors = errors
+        self.count = 0
+        #: Where good records go: ordinal 0 beside the dead letters, else every edge.
+        self.ordinal = 0 if errors == "dead_letter" else -1
+        self.vertex = ""
+
+    def init(self, vertex: str, outbox: Outbox) -> None:
+        check_dead_letter_edge(vertex, self.errors, outbox.bucket_count())
+        self.vertex = vertex
+
+    def room(self, outbox: Outbox) -> int:
+        """How many units a batch may hold: each becomes at most one good or one bad record."""
+        room = outbox.room(self.ordinal)
+        if self.errors == "dead_letter":
+            room = min(room, outbox.room(DEAD_LETTER_ORDINAL))
+        return room
+
+    def handle(
+        self, outbox: Outbox, path: str, offset: int, lines: list[bytes], bad: list[tuple[int, str]]
+    ) -> None:
+        """The bad `lines[index]` of a batch whose first line starts at byte `offset` of `path`:
+        fail, or count them (and, under dead_letter, emit them; the room was asked for)."""
+        records = [
+            BadRecord(path, offset + sum(map(len, lines[:index])) + index, reason, lines[index])
+            for index, reason in bad
+        ]
+        if self.errors == "fail":
+            raise bad_record_failure(self.vertex, records[0])
+        self.count += len(records)
+        if self.errors == "dead_letter":
+            outbox.offer_batch(records, DEAD_LETTER_ORDINAL)

@@ -167,3 +167,64 @@ class CsvFormat(LineFormat):
 
     def __repr__(self) -> str:
         return f"CsvFormat(header={self.has_header}, columns={self.columns}, delimiter={self.delimiter!r})"
+
+
+class ParquetFormat:
+    """Whole Parquet files, as dicts of `columns` (all by default); not line-based."""
+
+    name = "parquet"
+    has_header = False
+
+    def __init__(self, columns: Sequence[str] | None = None) -> None:
+        self.columns = list(columns) if columns is not None else None
+
+
+#: A format a file source or `directory_stream` reads.
+FileFormat = LineFormat | ParquetFormat
+
+
+def text_format() -> TextFormat:
+    """Lines as `str` (UTF-8, without their newline; a trailing carriage return is dropped)."""
+    return TextFormat()
+
+
+def jsonl_format() -> JsonlFormat:
+    """JSON Lines: the JSON value of each non-blank line."""
+    return JsonlFormat()
+
+
+def csv_format(
+    header: bool = True,
+    columns: Sequence[str] | None = None,
+    types: Mapping[Any, Callable[[str], Any]] | None = None,
+    delimiter: str = ",",
+) -> CsvFormat:
+    """CSV rows: dicts keyed by the header's names (or `columns`), tuples without either; `types`
+    convert columns by name or index (an empty field becomes None). See `read_csv`."""
+    return CsvFormat(header, columns, types, delimiter)
+
+
+def parquet_format(columns: Sequence[str] | None = None) -> ParquetFormat:
+    """Parquet rows as dicts of `columns` (all by default)."""
+    return ParquetFormat(columns)
+
+
+_BY_NAME: dict[str, Callable[[], FileFormat]] = {
+    "text": TextFormat,
+    "jsonl": JsonlFormat,
+    "csv": CsvFormat,
+    "parquet": ParquetFormat,
+}
+
+
+def resolve_format(factory: str, file_format: str | FileFormat) -> FileFormat:
+    """A format given by name ("text", "jsonl", "csv", "parquet") or as a format object."""
+    if isinstance(file_format, (LineFormat, ParquetFormat)):
+        return file_format
+    make = _BY_NAME.get(file_format)
+    if make is None:
+        raise ValueError(
+            f"{factory}: format must be one of {', '.join(map(repr, _BY_NAME))} or a format object "
+            f"(csv_format(...), parquet_format(...)), got {file_format!r}"
+        )
+    return make()

@@ -25,15 +25,7 @@ from jetspark.core.context import ProcessorContext
 from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.core.watermark import Watermark
 from jetspark.processors._snapshots import EntryWriter
-from jetspark.processors.bad_records import (
-    BAD_RECORDS_METRIC,
-    DEAD_LETTER_ORDINAL,
-    BadRecord,
-    ErrorPolicy,
-    bad_record_failure,
-    check_dead_letter_edge,
-    check_policy,
-)
+from jetspark.processors.bad_records import BAD_RECORDS_METRIC, BadRecords, ErrorPolicy, check_policy
 from jetspark.processors.file_formats import CsvFormat, JsonlFormat, LineFormat, TextFormat
 from jetspark.processors.file_splits import DEFAULT_SPLIT_BYTES, Split, byte_splits, deal, list_files
 from jetspark.processors.split_readers import LineSplitReader, ParquetSplitReader, SplitReader
@@ -53,19 +45,17 @@ class _FileSourceP(AbstractProcessor):
         self._make_reader = make_reader
         self._all_splits = splits
         self._weights = weights
-        self._errors = errors
+        self._bad = BadRecords(errors)
         #: Splits not finished yet, in reading order, with their positions.
         self._todo: dict[tuple[str, str, int], tuple[Split, int]] = {}
         self._restored = False
         self._batches: Any = None
         self._units: list[Any] = []
         self._units_at = 0
-        self._bad = 0
         self._saving = EntryWriter()
 
     def init_processor(self, context: ProcessorContext) -> None:
-        check_dead_letter_edge(context.vertex_name, self._errors, self.outbox.bucket_count())
-        self._ordinal = 0 if self._errors == "dead_letter" else -1
+        self._bad.init(context.vertex_name, self.outbox)
         self._reader = self._make_reader()
         mine = deal(
             list(self._all_splits),
@@ -125,38 +115,25 @@ class _FileSourceP(AbstractProcessor):
         """Emit pending units a `room()`-sized piece at a time, moving the split's position past
         each piece as it goes out, so a snapshot between two calls covers exactly what went out."""
         outbox = self.outbox
-        dead_letters = self._errors == "dead_letter"
+        policy = self._bad
         key, (split, _) = next(iter(self._todo.items()))
         while self._units:
-            room = outbox.room(self._ordinal)
-            if dead_letters:
-                room = min(room, outbox.room(DEAD_LETTER_ORDINAL))
+            room = policy.room(outbox)
             if room <= 0:
                 return False
             piece = self._units[:room]
             records, bad = self._reader.parse(piece)
             if bad:
-                self._handle_bad(split, piece, bad)
+                policy.handle(outbox, split.path, self._units_at, piece, bad)
             if records:
-                outbox.offer_batch(records, self._ordinal)
+                outbox.offer_batch(records, policy.ordinal)
             del self._units[:room]
             self._units_at += self._reader.advance(piece)
             self._todo[key] = (split, self._units_at)
         return True
 
-    def _handle_bad(self, split: Split, piece: list[Any], bad: list[tuple[int, str]]) -> None:
-        records = [
-            BadRecord(split.path, self._reader.offset_of(self._units_at, piece, index), reason, piece[index])
-            for index, reason in bad
-        ]
-        if self._errors == "fail":
-            raise bad_record_failure(self.context.vertex_name, records[0])
-        self._bad += len(records)
-        if self._errors == "dead_letter":
-            self.outbox.offer_batch(records, DEAD_LETTER_ORDINAL)
-
     def custom_metrics(self) -> dict[str, int]:
-        return {BAD_RECORDS_METRIC: self._bad}
+        return {BAD_RECORDS_METRIC: self._bad.count}
 
     def close(self) -> None:
         reader = getattr(self, "_reader", None)

@@ -33,10 +33,6 @@ class SplitReader:
         """How far `units` move the position."""
         raise NotImplementedError
 
-    def offset_of(self, position: int, units: Sequence[Any], index: int) -> int:
-        """The byte offset (or row) of `units[index]`, given that `units[0]` is at `position`."""
-        return position + self.advance(units[:index])
-
     def close(self) -> None:
         """Release the open file, if any."""
 

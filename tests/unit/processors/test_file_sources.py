@@ -246,7 +246,9 @@ EXACTLY_ONCE = JobConfig(processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE, 
 def suspended_midway_and_resumed(
     source: ProcessorSupplier, members: int, resume_members: int, tmp_path: Path, total: int
 ) -> LocalJob:
-    """Hold the items after 100 per processor, suspend there, resume on `resume_members`."""
+    """Hold the items after 100 per processor, suspend there, resume on `resume_members`. Each
+    processor must have more to read than its queues hold (about 3 x 1024 items: the held step's
+    inbox, the queue, the source's outbox), or it ends before the suspension."""
     gate = Gate(tmp_path / "gate", hold_at=100)
     dag = DAG()
     src = dag.new_vertex("source", source)
@@ -271,12 +273,12 @@ def test_a_suspended_jsonl_source_resumes_on_another_member_count_exactly_once(
     data = tmp_path / "data"
     data.mkdir()
     for index in range(3):
-        write_lines(data / f"{index}.jsonl", [json.dumps({"f": index, "n": n}) for n in range(3000)])
+        write_lines(data / f"{index}.jsonl", [json.dumps({"f": index, "n": n}) for n in range(10_000)])
     job = suspended_midway_and_resumed(
-        P.read_jsonl(str(data), split_bytes=20_000), members, resume_members, tmp_path, 9000
+        P.read_jsonl(str(data), split_bytes=60_000), members, resume_members, tmp_path, 30_000
     )
     counts = Counter((row["f"], row["n"]) for row in job.result("sink"))
-    assert set(counts) == {(f, n) for f in range(3) for n in range(3000)}
+    assert set(counts) == {(f, n) for f in range(3) for n in range(10_000)}
     assert max(counts.values()) == 1
 
 
