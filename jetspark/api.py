@@ -28,6 +28,7 @@ from typing import Any
 from jetspark.core.config import JobConfig
 from jetspark.core.dag import DAG
 from jetspark.core.errors import JetsparkError
+from jetspark.log_level import apply_log_level
 
 RUNNER_ENV = "JETSPARK_RUNNER"
 PROGRESS_ENV = "JETSPARK_PROGRESS"
@@ -89,6 +90,7 @@ def run(dag: DAG, config: JobConfig | None = None, runner: Any = None, timeout: 
     config = config or JobConfig()
     if _capturing:
         raise DagCaptured(dag, config)
+    apply_log_level()  # `jetspark run/submit --log-level`
     ui = os.environ.get(UI_ENV, "").strip()
     if ui:  # before submit: the UI sees jobs as they are created
         from jetspark.web import serve_address

@@ -17,7 +17,7 @@ without breaking anyone. Each factory's docstring is its specification.
   `aggregate_to_session_window` (late items are counted in the metric `LATE_ITEMS_METRIC`)
 - joins: `hash_join`, `window_join` (output `pair` by default)
 - ordering: `sort`, `distinct`, `top_n` (an `AggregateOperation`)
-- sinks: `collect`, `logger`, `noop`, `files`, `batches`; exactly-once: `transactional_files`,
+- sinks: `collect`, `logger`, `print`, `noop`, `files`, `batches`; exactly-once: `transactional_files`,
   `postgres` (subclass `processors.transactional.TransactionalSinkP` for another system)
 """
 
@@ -58,6 +58,7 @@ from jetspark.processors.sinks import collect as collect
 from jetspark.processors.sinks import files as files
 from jetspark.processors.sinks import logger as logger
 from jetspark.processors.sinks import noop as noop
+from jetspark.processors.sinks import print as print
 from jetspark.processors.sources import from_iterable as from_iterable
 from jetspark.processors.sources import generator_stream as generator_stream
 from jetspark.processors.transactional import transactional_files as transactional_files
@@ -118,6 +119,7 @@ __all__ = [
     "pair",
     "parquet_format",
     "postgres",
+    "print",
     "read_csv",
     "read_jsonl",
     "read_parquet",
