@@ -18,6 +18,7 @@ without breaking anyone. Each factory's docstring is its specification.
 - joins: `hash_join`, `window_join` (output `pair` by default)
 - ordering: `sort`, `distinct`, `top_n` (an `AggregateOperation`)
 - sinks: `collect`, `logger`, `print`, `noop`, `files`, `batches`; exactly-once: `transactional_files`,
+  `write_jsonl`, `write_csv`, `write_parquet` (partitioned by a column if asked),
   `postgres` (subclass `processors.transactional.TransactionalSinkP` for another system)
 """
 
@@ -41,6 +42,9 @@ from jetspark.processors.file_formats import csv_format as csv_format
 from jetspark.processors.file_formats import jsonl_format as jsonl_format
 from jetspark.processors.file_formats import parquet_format as parquet_format
 from jetspark.processors.file_formats import text_format as text_format
+from jetspark.processors.file_sinks import write_csv as write_csv
+from jetspark.processors.file_sinks import write_jsonl as write_jsonl
+from jetspark.processors.file_sinks import write_parquet as write_parquet
 from jetspark.processors.file_sources import read_csv as read_csv
 from jetspark.processors.file_sources import read_jsonl as read_jsonl
 from jetspark.processors.file_sources import read_parquet as read_parquet
@@ -133,4 +137,7 @@ __all__ = [
     "whole_item",
     "window_aggregate",
     "window_join",
+    "write_csv",
+    "write_jsonl",
+    "write_parquet",
 ]

@@ -157,7 +157,8 @@ def read_text(
     path: str, errors: ErrorPolicy = "fail", split_bytes: int = DEFAULT_SPLIT_BYTES
 ) -> ProcessorSupplier:
     """A bounded source of the lines (`str`, UTF-8, without their newline) of a file, of the files
-    a glob matches, or of the files in a directory (not those starting with `.` or `_`).
+    a glob matches, or of the files in a directory and its subdirectories (such as `col=value`
+    partitions; names starting with `.` or `_` are left out).
 
     Files are cut into byte ranges of at most `split_bytes`, dealt to all processors of the
     vertex; each line is read once, by the range it starts in. A line that is not UTF-8 is a bad

@@ -1,8 +1,9 @@
 """Which files a file source reads, and how they are cut into splits that processors share.
 
 A source names a file, a glob or a directory; `list_files` turns that into a sorted list of files
-(in a directory: its regular files, not those whose names start with `.` or `_`, as Spark skips
-`_SUCCESS` and hidden files). The list is made once, where the job is built, so every member
+(in a directory: its files and those of its subdirectories, such as the `col=value` directories
+of a partitioned output, leaving out names that start with `.` or `_`, as Spark skips `_SUCCESS`,
+`_temporary` and hidden files). The list is made once, where the job is built, so every member
 reads the same one.
 
 Line-based formats (text, JSON Lines, CSV) are cut into byte ranges `[start, end)` of at most
@@ -45,11 +46,10 @@ def list_files(factory: str, path: str) -> list[str]:
     if glob.has_magic(path):
         found = [p for p in glob.glob(path) if os.path.isfile(p)]
     elif os.path.isdir(path):
-        found = [
-            os.path.join(path, name)
-            for name in os.listdir(path)
-            if not name.startswith((".", "_")) and os.path.isfile(os.path.join(path, name))
-        ]
+        found = []
+        for root, directories, names in os.walk(path):
+            directories[:] = [name for name in directories if not name.startswith((".", "_"))]
+            found += [os.path.join(root, name) for name in names if not name.startswith((".", "_"))]
     elif os.path.isfile(path):
         found = [path]
     else:

@@ -45,8 +45,11 @@ def write_lines(path: Path, lines: list[str], end: str = "\n") -> Path:
 def test_a_directory_a_glob_and_a_file_name_the_files_to_read(tmp_path: Path) -> None:
     for name in ("a.txt", "b.txt", "c.log", "_SUCCESS", ".hidden"):
         write_lines(tmp_path / name, [f"{name}-1", f"{name}-2"])
+    for directory in ("k=1", "_temporary", ".staging"):
+        (tmp_path / directory).mkdir()
+        write_lines(tmp_path / directory / "d.txt", [directory])
     assert sorted(read_all(P.read_text(str(tmp_path)))) == sorted(
-        f"{n}-{i}" for n in ("a.txt", "b.txt", "c.log") for i in (1, 2)
+        ["k=1"] + [f"{n}-{i}" for n in ("a.txt", "b.txt", "c.log") for i in (1, 2)]
     )
     assert sorted(read_all(P.read_text(str(tmp_path / "*.txt")))) == [
         "a.txt-1",
