@@ -7,7 +7,8 @@ the transaction is committed, then renamed into place. A transaction's files are
 committed as `<directory>/<partition dir>/part-<processor:05d>-<seq:010d>.<extension>`. A
 restarted processor finds its uncommitted files by its prefix and commits or rolls them back
 (see `transactional`). With `partition_by="col"` each record goes to the directory `col=<value>`
-(Hive's layout, as Spark's `partitionBy`); the column stays in the records too.
+(Hive's layout, as Spark's `partitionBy`) and is left out of the rows in the files, as Spark
+does; the file sources, Spark and pyarrow read it back from the directory names.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from urllib.parse import quote, unquote
 
 from jetspark.core.context import ProcessorContext
 from jetspark.core.suppliers import ProcessorSupplier
+from jetspark.processors.file_splits import NULL_PARTITION
 from jetspark.processors.record_writers import (
     OutputFormat,
     RecordWriter,
@@ -33,9 +35,6 @@ from jetspark.processors.transactional import (
     TransactionalSinkP,
     transaction_seq,
 )
-
-#: The partition directory of a record whose partition value is None (Spark's name for it).
-NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 
 
 class _FormatSinkP(TransactionalSinkP):
@@ -81,9 +80,12 @@ class _FormatSinkP(TransactionalSinkP):
         if self.partition_by is None:
             self._writer(txn, "").write(items)
             return
+        column = self.partition_by
         groups: dict[str, list[Any]] = {}
-        for item in items:
-            groups.setdefault(self._partition_dir(item), []).append(item)
+        for item in items:  # the column goes into the directory's name only, as Spark does
+            groups.setdefault(self._partition_dir(item), []).append(
+                {name: value for name, value in item.items() if name != column}
+            )
         for partition, records in groups.items():
             self._writer(txn, partition).write(records)
 
@@ -182,6 +184,8 @@ def write_csv(
     guarantees as `write_jsonl`). Items are dicts, written in the order of `columns` (by default
     the first item's keys; a missing key is an empty field), or sequences; each file starts with
     a header line when `header` and the columns are known."""
+    if columns is not None and partition_by is not None:
+        columns = [name for name in columns if name != partition_by]  # it is in the directory's name
     return _sink(directory, csv_output(columns, header, delimiter), partition_by, max_transaction_items)
 
 

@@ -11,12 +11,15 @@ positions; a split absent from the snapshot was finished (as `from_iterable`'s s
 that finished all its splits has ended and owns none). So a restore into any parallelism neither
 loses nor repeats a record, and these sources may run under a processing guarantee.
 
-Bad records follow the `errors=` policy (`processors.bad_records`).
+Bad records follow the `errors=` policy (`processors.bad_records`). Files under `col=value`
+directories of the directory read (a partitioned output) get `col` added to their dict records,
+typed as Spark types partition values (`file_splits.partition_values`).
 """
 
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -27,7 +30,14 @@ from jetspark.core.watermark import Watermark
 from jetspark.processors._snapshots import EntryWriter
 from jetspark.processors.bad_records import BAD_RECORDS_METRIC, BadRecords, ErrorPolicy, check_policy
 from jetspark.processors.file_formats import CsvFormat, JsonlFormat, LineFormat, TextFormat
-from jetspark.processors.file_splits import DEFAULT_SPLIT_BYTES, Split, byte_splits, deal, list_files
+from jetspark.processors.file_splits import (
+    DEFAULT_SPLIT_BYTES,
+    Split,
+    byte_splits,
+    deal,
+    list_files,
+    partition_values,
+)
 from jetspark.processors.split_readers import LineSplitReader, ParquetSplitReader, SplitReader
 
 
@@ -36,12 +46,16 @@ class _FileSourceP(AbstractProcessor):
 
     def __init__(
         self,
+        root: str,
         make_reader: Callable[[], SplitReader],
         splits: tuple[Split, ...],
         weights: tuple[int, ...],
         errors: ErrorPolicy,
     ) -> None:
         super().__init__()
+        self._root = root
+        #: The `col=value` directories of the split being read (added to dict records).
+        self._partition: dict[str, Any] = {}
         self._make_reader = make_reader
         self._all_splits = splits
         self._weights = weights
@@ -103,6 +117,7 @@ class _FileSourceP(AbstractProcessor):
             key, (split, position) = next(iter(self._todo.items()))
             if self._batches is None:
                 self._batches = self._reader.batches(split, position)
+                self._partition = partition_values(self._root, split.path)
             batch = next(self._batches, None)
             if batch is None:
                 self._batches = None
@@ -126,6 +141,9 @@ class _FileSourceP(AbstractProcessor):
             if bad:
                 policy.handle(outbox, split.path, self._units_at, piece, bad)
             if records:
+                if self._partition:
+                    extra = self._partition  # dict records only: lines and JSON arrays stay as they are
+                    records = [{**record, **extra} if type(record) is dict else record for record in records]
                 outbox.offer_batch(records, policy.ordinal)
             del self._units[:room]
             self._units_at += self._reader.advance(piece)
@@ -150,7 +168,9 @@ def _line_source(
     splits = byte_splits(list_files(factory, path), split_bytes)
     weights = tuple(split.end - split.start for split in splits)
     reader = functools.partial(LineSplitReader, line_format)
-    return ProcessorSupplier.of(functools.partial(_FileSourceP, reader, tuple(splits), weights, errors))
+    return ProcessorSupplier.of(
+        functools.partial(_FileSourceP, os.fspath(path), reader, tuple(splits), weights, errors)
+    )
 
 
 def read_text(
@@ -226,5 +246,5 @@ def read_parquet(path: str, columns: Sequence[str] | None = None) -> ProcessorSu
             weights.append(metadata.row_group(group).total_byte_size)
     reader = functools.partial(ParquetSplitReader, columns)
     return ProcessorSupplier.of(
-        functools.partial(_FileSourceP, reader, tuple(splits), tuple(weights), "fail")
+        functools.partial(_FileSourceP, os.fspath(path), reader, tuple(splits), tuple(weights), "fail")
     )

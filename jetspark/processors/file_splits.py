@@ -18,7 +18,8 @@ from __future__ import annotations
 import glob
 import os
 from collections.abc import Iterator
-from typing import BinaryIO, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
+from urllib.parse import unquote
 
 #: Default most bytes of one split of a line-based file (Spark's `maxPartitionBytes` is 128 MB).
 DEFAULT_SPLIT_BYTES = 64 << 20
@@ -120,3 +121,32 @@ def read_lines(
             yield offset, batch
         if position >= end:
             return
+
+
+#: The directory name of a partition whose value is None (Spark's and Hive's name for it).
+NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+
+
+def partition_values(root: str, path: str) -> dict[str, Any]:
+    """The `col=value` directories between `root` and the file `path` (Hive's layout, written by
+    `partition_by` and by Spark's `partitionBy`), as Spark reads them: a value that is an int or a
+    float becomes one, `__HIVE_DEFAULT_PARTITION__` becomes None, anything else stays a string."""
+    if not os.path.isdir(root):
+        return {}
+    values: dict[str, Any] = {}
+    for part in os.path.relpath(os.path.dirname(path), root).split(os.sep):
+        name, equals, raw = part.partition("=")
+        if equals and name:
+            values[unquote(name)] = _typed(unquote(raw))
+    return values
+
+
+def _typed(raw: str) -> Any:
+    if raw == NULL_PARTITION:
+        return None
+    for convert in (int, float):
+        try:
+            return convert(raw)
+        except ValueError:
+            pass
+    return raw
