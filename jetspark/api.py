@@ -31,6 +31,7 @@ import attrs
 from jetspark.core.config import JobConfig
 from jetspark.core.dag import DAG
 from jetspark.core.errors import JetsparkError
+from jetspark.log_level import apply_log_level
 
 RUNNER_ENV = "JETSPARK_RUNNER"
 PROGRESS_ENV = "JETSPARK_PROGRESS"
@@ -107,6 +108,7 @@ def run(dag: DAG, config: JobConfig | None = None, runner: Any = None, timeout: 
         config = attrs.evolve(config, start_over=True)
     if _capturing:
         raise DagCaptured(dag, config)
+    apply_log_level()  # `jetspark run/submit --log-level`
     ui = os.environ.get(UI_ENV, "").strip()
     server = None
     if ui:  # before submit: the UI sees jobs as they are created

@@ -1,11 +1,11 @@
 """`jetspark run`, `jetspark submit`, `jetspark dag` and `jetspark startpoint`.
 
-jetspark run [--local] [--master URL] [--quiet] [--ui ...] job.py [job args]
+jetspark run [--local] [--master URL] [--quiet] [--ui ...] [--log-level LEVEL] job.py [job args]
     Run a job file in this process. The job calls `jetspark.api.run(dag)`, which picks the
     runner from the environment this command sets: `--local` runs in process (no Spark, no
     Java); otherwise on an embedded Spark on URL (default `local[*]`).
 
-jetspark submit [--quiet] [--ui ...] [spark-submit options] job.py [job args]
+jetspark submit [--quiet] [--ui ...] [--log-level LEVEL] [spark-submit options] job.py [job args]
     Hand the job file to pyspark's bundled `spark-submit`; everything after job.py goes to the
     job, as with `run`. For a master that is not local, a zip of jetspark and its pure-Python
     dependencies goes along as `--py-files`. (The older form `submit job.py [spark-submit
@@ -45,6 +45,7 @@ from jetspark.api import (
 from jetspark.cli import startpoint
 from jetspark.cli.pyfiles import build_zip
 from jetspark.core.errors import JobCancelledError
+from jetspark.log_level import LEVELS, LOG_LEVEL_ENV
 from jetspark.planning.pictures import FORMATS, render_dag
 from jetspark.runners.spark.session import (
     MASTER_ENV,
@@ -78,6 +79,12 @@ def _add_watch_options(command: argparse.ArgumentParser) -> None:
         "--start-over",
         action="store_true",
         help="run a job that completed in an earlier run again from the beginning (JobConfig.start_over)",
+    )
+    command.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=LEVELS,
+        help="level of jetspark's Python logging, processors' loggers included (default: Python's)",
     )
 
 
@@ -231,6 +238,8 @@ def _watch_environment(args: argparse.Namespace, submitting: bool) -> None:
             os.environ[UI_KEEP_ENV] = "1"
     if args.start_over:
         os.environ[START_OVER_ENV] = "1"
+    if args.log_level:
+        os.environ[LOG_LEVEL_ENV] = args.log_level
 
 
 #: jetspark's own options of `submit` (with how many values each takes), read before spark-submit's.
@@ -241,6 +250,7 @@ OWN_SUBMIT_OPTIONS = {
     "--start-over": 0,
     "--ui-host": 1,
     "--ui-port": 1,
+    "--log-level": 1,
     "-h": 0,
     "--help": 0,
 }

@@ -5,6 +5,9 @@ The implementation classes live in the submodules and are private: only the fact
 without breaking anyone. Each factory's docstring is its specification.
 
 - sources: `from_iterable`, `generator_stream`, `directory_stream`
+- file sources: `read_text`, `read_jsonl`, `read_csv`, `read_parquet`; bad records: `BadRecord`,
+  `BAD_RECORDS_METRIC` (`errors=` "fail", "skip" or "dead_letter"); formats for
+  `directory_stream`: `text_format`, `jsonl_format`, `csv_format`, `parquet_format`
 - transforms: `map`, `filter`, `flat_map`, `fused` (with `Chain`)
 - aggregation: `AggregateOperation`, `counting`, `summing`, `to_list`, `averaging`,
   `accumulate_by_key`, `combine_by_key`, `aggregate_by_key`, `entry_key`, `whole_item`
@@ -14,7 +17,8 @@ without breaking anyone. Each factory's docstring is its specification.
   `aggregate_to_session_window` (late items are counted in the metric `LATE_ITEMS_METRIC`)
 - joins: `hash_join`, `window_join` (output `pair` by default)
 - ordering: `sort`, `distinct`, `top_n` (an `AggregateOperation`)
-- sinks: `collect`, `logger`, `noop`, `files`, `batches`; exactly-once: `transactional_files`,
+- sinks: `collect`, `logger`, `print`, `noop`, `files`, `batches`; exactly-once: `transactional_files`,
+  `write_jsonl`, `write_csv`, `write_parquet` (partitioned by a column if asked),
   `postgres` (subclass `processors.transactional.TransactionalSinkP` for another system)
 """
 
@@ -28,10 +32,23 @@ from jetspark.processors.aggregate import counting as counting
 from jetspark.processors.aggregate import entry_key as entry_key
 from jetspark.processors.aggregate import summing as summing
 from jetspark.processors.aggregate import to_list as to_list
+from jetspark.processors.bad_records import BAD_RECORDS_METRIC as BAD_RECORDS_METRIC
+from jetspark.processors.bad_records import BadRecord as BadRecord
 from jetspark.processors.directory_source import directory_stream as directory_stream
 from jetspark.processors.event_time import EventTimeMapper as EventTimeMapper
 from jetspark.processors.event_time import EventTimePolicy as EventTimePolicy
 from jetspark.processors.event_time import insert_watermarks as insert_watermarks
+from jetspark.processors.file_formats import csv_format as csv_format
+from jetspark.processors.file_formats import jsonl_format as jsonl_format
+from jetspark.processors.file_formats import parquet_format as parquet_format
+from jetspark.processors.file_formats import text_format as text_format
+from jetspark.processors.file_sinks import write_csv as write_csv
+from jetspark.processors.file_sinks import write_jsonl as write_jsonl
+from jetspark.processors.file_sinks import write_parquet as write_parquet
+from jetspark.processors.file_sources import read_csv as read_csv
+from jetspark.processors.file_sources import read_jsonl as read_jsonl
+from jetspark.processors.file_sources import read_parquet as read_parquet
+from jetspark.processors.file_sources import read_text as read_text
 from jetspark.processors.joins import hash_join as hash_join
 from jetspark.processors.joins import pair as pair
 from jetspark.processors.joins import window_join as window_join
@@ -45,6 +62,7 @@ from jetspark.processors.sinks import collect as collect
 from jetspark.processors.sinks import files as files
 from jetspark.processors.sinks import logger as logger
 from jetspark.processors.sinks import noop as noop
+from jetspark.processors.sinks import print as print
 from jetspark.processors.sources import from_iterable as from_iterable
 from jetspark.processors.sources import generator_stream as generator_stream
 from jetspark.processors.transactional import transactional_files as transactional_files
@@ -64,8 +82,10 @@ from jetspark.processors.windows import frame_entry_key as frame_entry_key
 from jetspark.processors.windows import window_aggregate as window_aggregate
 
 __all__ = [
+    "BAD_RECORDS_METRIC",
     "LATE_ITEMS_METRIC",
     "AggregateOperation",
+    "BadRecord",
     "Chain",
     "EventTimeMapper",
     "EventTimePolicy",
@@ -83,6 +103,7 @@ __all__ = [
     "combine_by_key",
     "combine_to_sliding_window",
     "counting",
+    "csv_format",
     "directory_stream",
     "distinct",
     "entry_key",
@@ -95,17 +116,28 @@ __all__ = [
     "generator_stream",
     "hash_join",
     "insert_watermarks",
+    "jsonl_format",
     "logger",
     "map",
     "noop",
     "pair",
+    "parquet_format",
     "postgres",
+    "print",
+    "read_csv",
+    "read_jsonl",
+    "read_parquet",
+    "read_text",
     "sort",
     "summing",
+    "text_format",
     "to_list",
     "top_n",
     "transactional_files",
     "whole_item",
     "window_aggregate",
     "window_join",
+    "write_csv",
+    "write_jsonl",
+    "write_parquet",
 ]

@@ -13,6 +13,13 @@ Startpoints (`jetspark.checkpoint.startpoints`): a split is a file name. At star
 snapshot was restored, a processor resolves the startpoints fanned out to it and starts each file
 there instead: `Specific(offset)` at that byte, `Oldest` at 0, `Upcoming` after the last complete
 line, `Timestamp(ts)` at the first line whose `timestamp_fn(line)` is >= ts (else the end).
+
+Formats (`file_formats`): lines as text (the default), JSON Lines or CSV, read as they are
+appended (a CSV file's header is its first line, read again after a restore); or whole Parquet
+files, whose offset is the number of rows emitted (a Parquet file must appear whole: write it
+under a name starting with a dot and rename it). A line the format cannot read is handled by the
+`errors=` policy (`bad_records`): the default fails the job naming the file and the line's byte
+offset; "skip" and "dead_letter" move the offset past it, so a restart does not meet it again.
 """
 
 from __future__ import annotations
@@ -30,6 +37,8 @@ from jetspark.core.errors import JobFailedError
 from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.core.watermark import Watermark
 from jetspark.engine.snapshot import entry_partition
+from jetspark.processors.bad_records import BAD_RECORDS_METRIC, BadRecords, ErrorPolicy, check_policy
+from jetspark.processors.file_formats import FileFormat, LineFormat, ParquetFormat, TextFormat, resolve_format
 
 if TYPE_CHECKING:  # fsspec is needed only by jobs that keep snapshots
     from jetspark.checkpoint.startpoint_source import SourceStartpoints
@@ -48,23 +57,30 @@ class _DirectoryStreamP(AbstractProcessor):
         poll_millis: int,
         max_line_bytes: int,
         timestamp_fn: Callable[[str], int] | None = None,
+        file_format: FileFormat | None = None,
+        errors: ErrorPolicy = "fail",
     ) -> None:
         super().__init__()
         self.directory = directory
+        self.format: FileFormat = file_format if file_format is not None else TextFormat()
+        self._bad = BadRecords(errors)
+        #: Per file, the format that knows its header (CSV), made when the file is first read.
+        self._file_formats: dict[str, LineFormat] = {}
         self.timestamp_fn = timestamp_fn
         self.pattern = pattern
         self.poll = poll_millis / 1000
         self.max_line_bytes = max_line_bytes
         self.offsets: dict[str, int] = {}
         self._next_poll = 0.0
-        #: Lines read but not emitted yet (raw, without their newline), and their file.
-        self._pending: list[bytes] = []
+        #: Units read but not emitted yet (raw lines without their newline, or Parquet rows), and their file.
+        self._pending: list[Any] = []
         self._pending_file = ""
         self._saving: list[tuple[Any, Any]] | None = None
         self._startpoints: SourceStartpoints | None = None
         self._started = False
 
     def init_processor(self, context: ProcessorContext) -> None:
+        self._bad.init(context.vertex_name, self.outbox)
         self._mine = frozenset(context.processor_partitions)
         self._partition_count = context.partition_count
         if STARTPOINTS_ATTRIBUTE in context.attributes:
@@ -87,6 +103,8 @@ class _DirectoryStreamP(AbstractProcessor):
         path = os.path.join(self.directory, name)
         if isinstance(startpoint, Oldest):
             return 0
+        if isinstance(self.format, ParquetFormat):
+            return self._resolve_rows(name, path, startpoint)
         if isinstance(startpoint, Specific):
             size = os.path.getsize(path) if os.path.exists(path) else 0
             if startpoint.offset > size:
@@ -115,6 +133,21 @@ class _DirectoryStreamP(AbstractProcessor):
         except FileNotFoundError:
             return 0
         return position  # no line at or after the timestamp: after the last complete line
+
+    def _resolve_rows(self, name: str, path: str, startpoint: Startpoint) -> int:
+        """A Parquet file's start: `Specific(row)`, or `Upcoming` after its last row."""
+        from jetspark.checkpoint.startpoints import Specific, Timestamp
+
+        if isinstance(startpoint, Timestamp):
+            raise JobFailedError(
+                f"vertex {self.context.vertex_name!r}: a Timestamp startpoint for Parquet file {name!r} is "
+                "not supported; use Specific(row), Oldest or Upcoming"
+            )
+        if isinstance(startpoint, Specific):
+            return startpoint.offset
+        import pyarrow.parquet as pq
+
+        return int(pq.read_metadata(path).num_rows) if os.path.exists(path) else 0
 
     def snapshot_commit_finish(self, success: bool) -> bool:
         if success and self._startpoints is not None:
@@ -149,6 +182,9 @@ class _DirectoryStreamP(AbstractProcessor):
 
     def _read(self, name: str) -> None:
         path = os.path.join(self.directory, name)
+        if isinstance(self.format, ParquetFormat):
+            self._read_parquet(name, path, self.format)
+            return
         offset = self.offsets.get(name, 0)
         try:
             size = os.path.getsize(path)
@@ -159,8 +195,9 @@ class _DirectoryStreamP(AbstractProcessor):
                 f"vertex {self.context.vertex_name!r}: file {path} shrank from {offset} to {size} bytes; "
                 "directory_stream reads append-only files"
             )
-        if size == offset:
+        if size == offset or not self._header_read(name, path):
             return
+        offset = self.offsets.get(name, 0)
         with open(path, "rb") as file:
             file.seek(offset)
             data = file.read(min(size - offset, 1 << 20))
@@ -174,20 +211,73 @@ class _DirectoryStreamP(AbstractProcessor):
         self._pending = data[:end].split(b"\n")
         self._pending_file = name
 
+    def _header_read(self, name: str, path: str) -> bool:
+        """Make the file's own format: a CSV file's first line is its header (skipped at offset
+        0). False while the header has no newline yet."""
+        if name in self._file_formats:
+            return True
+        line_format = self.format
+        assert isinstance(line_format, LineFormat)
+        if line_format.has_header:
+            with open(path, "rb") as file:
+                header = file.readline()
+            if not header.endswith(b"\n"):
+                return False
+            line_format = line_format.with_header(header[:-1])
+            if self.offsets.get(name, 0) == 0:
+                self.offsets[name] = len(header)
+        self._file_formats[name] = line_format
+        return True
+
+    def _read_parquet(self, name: str, path: str, parquet: ParquetFormat) -> None:
+        """A whole Parquet file; its offset counts the rows emitted."""
+        import pyarrow.parquet as pq
+
+        done = self.offsets.get(name, 0)
+        try:
+            rows = pq.read_metadata(path).num_rows
+        except FileNotFoundError:
+            return
+        except Exception as error:  # a file that is not (yet) Parquet: say which
+            raise JobFailedError(
+                f"vertex {self.context.vertex_name!r}: cannot read {path} as Parquet ({error}); write "
+                "Parquet files under a name starting with a dot and rename them when complete"
+            ) from error
+        if rows < done:
+            raise JobFailedError(
+                f"vertex {self.context.vertex_name!r}: Parquet file {path} shrank from {done} to {rows} rows"
+            )
+        if rows > done:
+            self._pending = pq.read_table(path, columns=parquet.columns).slice(done).to_pylist()
+            self._pending_file = name
+
     def _flush_pending(self) -> bool:
-        """Emit the lines read; the file's offset moves past each batch as it goes out, so a
+        """Emit the units read; the file's offset moves past each batch as it goes out, so a
         snapshot taken between two calls covers exactly the lines emitted."""
         name = self._pending_file
+        outbox = self.outbox
+        lines = not isinstance(self.format, ParquetFormat)
         while self._pending:
-            room = self.outbox.room()
+            room = self._bad.room(outbox)
             if room <= 0:
                 return False
             raw = self._pending[:room]
-            if not self.outbox.offer_batch([line.decode("utf-8") for line in raw]):
-                return False
+            offset = self.offsets.get(name, 0)
+            if lines:
+                records, bad = self._file_formats[name].parse_batch(raw)
+                if bad:
+                    self._bad.handle(outbox, os.path.join(self.directory, name), offset, raw, bad)
+                advance = sum(map(len, raw)) + len(raw)
+            else:
+                records, advance = raw, len(raw)
+            if records:
+                outbox.offer_batch(records, self._bad.ordinal)
             del self._pending[:room]
-            self.offsets[name] = self.offsets.get(name, 0) + sum(len(line) + 1 for line in raw)
+            self.offsets[name] = offset + advance
         return True
+
+    def custom_metrics(self) -> dict[str, int]:
+        return {BAD_RECORDS_METRIC: self._bad.count}
 
     def save_to_snapshot(self) -> bool:
         if not self._started:
@@ -244,11 +334,19 @@ def directory_stream(
     poll_millis: int = 100,
     max_line_bytes: int = 1 << 20,
     timestamp_fn: Callable[[str], int] | None = None,
+    format: str | FileFormat = "text",
+    errors: ErrorPolicy = "fail",
 ) -> ProcessorSupplier:
-    """A stream of the lines appended to the files in `directory` whose names match `pattern`
+    """A stream of the records appended to the files in `directory` whose names match `pattern`
     (names starting with a dot are skipped). Offsets are saved in snapshots; see the module
-    docstring. Never completes. `timestamp_fn(line)` (milliseconds) is needed only to resolve
-    `Timestamp` startpoints.
+    docstring. Never completes. `timestamp_fn(line)` (milliseconds, given the line's text) is
+    needed only to resolve `Timestamp` startpoints.
+
+    `format`: "text" (each line as `str`, the default), "jsonl", "csv", "parquet" (whole files),
+    or a format object (`csv_format(types=...)`, `parquet_format(columns=...)`). `errors`: what a
+    line the format cannot read does (a line that is not UTF-8, bad JSON, a bad CSV row):
+    "fail" (naming the file and the byte offset), "skip" (counted in the metric `bad_records`) or
+    "dead_letter" (a `BadRecord` to outbound ordinal 1); see `processors.bad_records`.
 
     ```pycon
     >>> import os, tempfile, time
@@ -274,9 +372,22 @@ def directory_stream(
     :param poll_millis: how often a processor looks for new lines.
     :param max_line_bytes: a longer line is an error naming the file.
     :param timestamp_fn: a line's event time in milliseconds, for `Timestamp` startpoints only.
+    :param format: how a file's bytes become records (see above).
+    :param errors: what a record the format cannot read does: "fail", "skip" or "dead_letter".
     """
     if poll_millis < 0:
         raise ValueError(f"directory_stream: poll_millis must be >= 0, got {poll_millis}")
+    check_policy("directory_stream", errors)
+    file_format = resolve_format("directory_stream", format)
     return _DirectoryStreamSupplier(
-        functools.partial(_DirectoryStreamP, directory, pattern, poll_millis, max_line_bytes, timestamp_fn)
+        functools.partial(
+            _DirectoryStreamP,
+            directory,
+            pattern,
+            poll_millis,
+            max_line_bytes,
+            timestamp_fn,
+            file_format,
+            errors,
+        )
     )

@@ -1,4 +1,4 @@
-"""Sinks: `collect` (hands items to the runner, for tests and small results), `logger`, `noop`,
+"""Sinks: `collect` (hands items to the runner, for tests and small results), `logger`, `print`, `noop`,
 and the sinks that write where they run (on a Spark executor, on its own machine): `files` and
 `batches` (any external system, such as a database, through a function of yours).
 
@@ -10,9 +10,11 @@ snapshot the items they received after that snapshot reach them again (at-least-
 
 from __future__ import annotations
 
+import builtins
 import functools
 import logging
 import os
+import sys
 from collections.abc import Callable, Sequence
 from typing import IO, Any
 
@@ -66,6 +68,21 @@ class _LoggerP(_SinkP):
         level = self._level
         while (item := inbox.poll()) is not None:
             log(level, "%r", item)
+
+
+class _PrintP(_SinkP):
+    """Prints each inbox batch, one `format_item(item)` per line, and flushes."""
+
+    def __init__(self, format_item: Callable[[Any], str], prefix: bool) -> None:
+        self._format = format_item
+        self._prefix = prefix
+
+    def process(self, ordinal: int, inbox: Inbox) -> None:
+        batch: list[Any] = []
+        inbox.drain_to(batch)
+        fmt = self._format
+        head = f"{self.context.vertex_name}#{self.context.global_processor_index}: " if self._prefix else ""
+        builtins.print("".join(f"{head}{fmt(item)}\n" for item in batch), end="", file=sys.stdout, flush=True)
 
 
 class _NoopP(_SinkP):
@@ -283,6 +300,20 @@ def logger(level: int = logging.INFO) -> ProcessorSupplier:
     :param level: the logging level of the records (`logging.INFO` by default).
     """
     return ProcessorSupplier.of(functools.partial(_LoggerP, level), does_work_without_input=False)
+
+
+def print(format_item: Callable[[Any], str] = str, prefix: bool = False) -> ProcessorSupplier:
+    """Print each item as a line `format_item(item)` on standard output, where the processor runs.
+
+    With `prefix`, each line starts with `<vertex>#<global processor index>: `. On the local
+    runner and on an embedded `local[*]` Spark that is your terminal; on a cluster it is each
+    executor's standard output (its log in Spark's UI): use `collect` to see items on the driver.
+    """
+    if not callable(format_item):
+        raise TypeError(f"print(): format_item must be callable, got {format_item!r}")
+    return ProcessorSupplier.of(
+        functools.partial(_PrintP, format_item, prefix), does_work_without_input=False
+    )
 
 
 def noop() -> ProcessorSupplier:

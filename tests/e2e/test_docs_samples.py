@@ -40,6 +40,7 @@ DOCS = [
     ROOT / "docs" / "planning.md",
     ROOT / "docs" / "event-time.md",
     ROOT / "docs" / "startpoints.md",
+    ROOT / "docs" / "files.md",
 ]
 JETSPARK = Path(sys.executable).with_name("jetspark")  # the venv's console script
 
@@ -173,6 +174,16 @@ def test_readme_example_runs_with_jetspark_run_local() -> None:
 def test_the_event_time_sample_prints_what_the_doc_says(ran: dict[Path, Ran]) -> None:
     doc = ROOT / "docs" / "event-time.md"
     printed = next(block.code for block in code_blocks(doc.read_text()) if block.lang == "")
+    assert ran[doc].stdout == printed
+
+
+# ---- docs/files.md -----------------------------------------------------------------------------
+
+
+def test_the_files_samples_print_what_the_doc_says(ran: dict[Path, Ran]) -> None:
+    """Every ```text block of docs/files.md, in order, is what its samples print."""
+    doc = ROOT / "docs" / "files.md"
+    printed = "".join(block.code for block in code_blocks(doc.read_text(), "text"))
     assert ran[doc].stdout == printed
 
 

@@ -303,3 +303,12 @@ def test_files_are_named_as_documented(tmp_path: Path) -> None:
     docs = (Path(__file__).resolve().parents[3] / "docs" / "spark.md").read_text()
     assert "`<vertex>-<global index:05d>.txt`: vertex `sink` writes `sink-00000.txt`" in docs
     assert "<vertex>-<global index:05d>.txt`" in (P.files.__doc__ or "")
+
+
+def test_print_prints_each_item_with_an_optional_prefix(capsys: pytest.CaptureFixture[str]) -> None:
+    dag = DAG()
+    source = dag.new_vertex("numbers", P.from_iterable(range(4)))
+    dag.edge(Edge.between(source, dag.new_vertex("out", P.print(lambda n: f"<{n}>", prefix=True))))
+    LocalRunner(2).run(dag)
+    lines = capsys.readouterr().out.splitlines()
+    assert sorted(lines) == ["out#0: <0>", "out#0: <2>", "out#1: <1>", "out#1: <3>"]

@@ -1,0 +1,69 @@
+"""`jetspark run/submit --log-level` and the `print` sink, run as a person would (a subprocess of
+`jetspark run --local`): the level reaches the processors' loggers, `print` prints each item."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jetspark.cli.main import _own_options, main
+
+JOB = """
+import logging
+from jetspark import DAG, Edge
+from jetspark import processors as P
+from jetspark.api import run
+
+dag = DAG()
+source = dag.new_vertex("numbers", P.from_iterable(range(3)))
+printed = dag.new_vertex("printed", P.print(lambda n: f"n={n}"))
+logged = dag.new_vertex("logged", P.logger(logging.DEBUG))
+dag.edge(Edge.between(source, printed))
+dag.edge(Edge.from_(source, 1).to(logged))
+run(dag)
+"""
+
+
+def jetspark_run(tmp_path: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    job = tmp_path / "job.py"
+    job.write_text(JOB)
+    command = [sys.executable, "-m", "jetspark.cli.main", "run", "--local", "--quiet", *options, str(job)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_log_level_debug_shows_the_processors_debug_logs_and_print_prints_every_item(tmp_path: Path) -> None:
+    done = jetspark_run(tmp_path, "--log-level", "debug")
+    assert done.returncode == 0, done.stderr
+    assert sorted(done.stdout.split()) == ["n=0", "n=1", "n=2"]
+    logged = [line for line in done.stderr.splitlines() if "DEBUG jetspark.vertex.logged:" in line]
+    assert sorted(line.rsplit(" ", 1)[1] for line in logged) == ["0", "1", "2"]
+
+
+def test_without_log_level_debug_logs_stay_hidden(tmp_path: Path) -> None:
+    done = jetspark_run(tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "jetspark.vertex.logged" not in done.stderr
+    assert sorted(done.stdout.split()) == ["n=0", "n=1", "n=2"]
+
+
+def test_an_unknown_level_is_refused_naming_the_choices(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "--log-level", "loud", "job.py"])
+    assert exit_info.value.code == 2
+    assert "--log-level: invalid choice: 'LOUD' (choose from DEBUG, INFO, WARNING, ERROR, CRITICAL)" in (
+        capsys.readouterr()
+        .err.replace("'DEBUG'", "DEBUG")
+        .replace("'INFO'", "INFO")
+        .replace("'WARNING'", "WARNING")
+        .replace("'ERROR'", "ERROR")
+        .replace("'CRITICAL'", "CRITICAL")
+    )
+
+
+def test_submit_takes_log_level_as_its_own_option() -> None:
+    own, rest = _own_options(["--log-level", "INFO", "--master", "local[2]", "job.py", "--log-level", "x"])
+    assert own == ["--log-level", "INFO"]
+    assert rest == ["--master", "local[2]", "job.py", "--log-level", "x"]
