@@ -240,18 +240,48 @@ def test_two_stage_window_end_to_end_gives_the_reference_result(
     assert job.metrics()["windows-frames"]["late_items_dropped"] == 0
 
 
+@pytest.mark.parametrize(
+    ("stage_one", "stage_two"),
+    [
+        (WindowPolicy.sliding(8, 2), WindowPolicy.sliding(8, 4)),
+        (WindowPolicy.tumbling(1), WindowPolicy.tumbling(6)),
+        (WindowPolicy.sliding(9, 3, offset=1), WindowPolicy.sliding(18, 6, offset=4)),
+    ],
+    ids=str,
+)
+def test_a_stage_two_on_a_coarser_grid_than_stage_one_loses_no_item(
+    stage_one: WindowPolicy, stage_two: WindowPolicy
+) -> None:
+    """Stage 1's frames land on stage 2's grid (the next frame end at or above theirs): each
+    stage-1 frame lies inside one stage-2 frame here, so the result is stage 2's exact windows."""
+    rng = random.Random(5)
+    events = sorted((rng.randrange(0, 120), rng.choice("ab")) for _ in range(200))
+    dag = DAG()
+    source = dag.new_vertex("source", P.from_iterable(events), 1)
+    stamps = dag.new_vertex("stamps", P.insert_watermarks(ts_of), 1)
+    dag.edge(Edge.between(source, stamps).isolated())
+    frames = dag.new_vertex("frames", P.accumulate_by_frame(key_of, ts_of, stage_one, P.counting()))
+    windows = dag.new_vertex("windows", P.combine_to_sliding_window(stage_two, P.counting()))
+    sink = dag.new_vertex("sink", P.collect())
+    dag.edge(Edge.between(stamps, frames))
+    dag.edge(Edge.between(frames, windows).partitioned(P.frame_entry_key).distributed())
+    dag.edge(Edge.between(windows, sink))
+    job = LocalRunner(2).run(dag, JobConfig(), timeout=60)
+    assert results_counter(job.result("sink")) == window_counts(stage_two, events)
+    assert job.metrics()["windows"]["late_items_dropped"] == 0
+
+
 def test_late_items_are_dropped_and_counted_end_to_end() -> None:
     rng = random.Random(11)
     events = [(rng.randrange(0, 300), rng.choice("abc")) for _ in range(300)]
     lag = 20
-    # what stage 1 sees: each item, then the watermark the generator inserts after it
+    # what stage 1 sees: each item, after the watermark the generator inserts before it
     stream: list[Any] = []
     top = None
     for event in events:
-        stream.append(event)
         top = event[0] if top is None else max(top, event[0])
-        if not stream or not isinstance(stream[-1], Watermark):
-            stream.append(Watermark(top - lag))
+        stream.append(Watermark(top - lag))
+        stream.append(event)
     stream = [x for i, x in enumerate(stream) if not (isinstance(x, Watermark) and _repeats(stream, i))]
     late = late_flags(SLIDING, stream, ts_of)
     on_time = [e for e, is_late in zip(events, late) if not is_late]
