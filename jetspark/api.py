@@ -73,7 +73,8 @@ _log = logging.getLogger("jetspark")
 
 
 def default_runner() -> Any:
-    """The runner `JETSPARK_RUNNER` asks for (see the module docstring)."""
+    """The runner `JETSPARK_RUNNER` asks for (see the module docstring). With a progress display
+    asked for, a Spark runner's session is started here, under a line that says so."""
     choice = os.environ.get(RUNNER_ENV, "").strip().lower()
     if choice == "local":
         from jetspark.runners.local import LocalRunner

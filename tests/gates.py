@@ -37,7 +37,7 @@ from typing import Any
 from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.errors import JobTimeoutError
 from jetspark.core.suppliers import ProcessorSupplier
-from jetspark.processors.sources import _GeneratorP, _identity, _Slice
+from jetspark.processors.sources import SizedSourceSupplier, _GeneratorP, _identity, _Slice
 
 #: How often a held processor reads the gate's file again (seconds).
 POLL_SECONDS = 0.002
@@ -126,9 +126,8 @@ def gated_stream(
     """`generator_stream(count, items_per_second, fn, timestamp_fn)` held at `gate`'s limit."""
     if count is not None and count < 0:
         raise ValueError(f"gated_stream: count must be >= 0 or None, got {count}")
-    return ProcessorSupplier.of(
-        functools.partial(_GatedGeneratorP, gate, count, items_per_second, fn, timestamp_fn, None)
-    )
+    factory = functools.partial(_GatedGeneratorP, gate, count, items_per_second, fn, timestamp_fn, None)
+    return ProcessorSupplier.of(factory) if count is None else SizedSourceSupplier(factory, count)
 
 
 class _GatedPassP(AbstractProcessor):

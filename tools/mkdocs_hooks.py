@@ -1,4 +1,9 @@
-"""MkDocs hook (`hooks:` in mkdocs.yml): one reference page per built-in processor.
+"""MkDocs hooks (`hooks:` in mkdocs.yml): a page per built-in processor; links out of the site.
+
+Links from a page to a file of the repository outside docs/ (`[tests/x.py](../tests/x.py)`) work
+on GitHub, where the Markdown is read in place, but name no page of the site: `on_page_markdown`
+shows them as code paths instead (`tests/x.py`), so that the strict build's link check passes for
+them, and only for them: a link to a file that does not exist is left as it is, and fails the build.
 
 For every name `jetspark.processors` exports, a page `reference/processors/<name>.md` is generated
 that mkdocstrings fills from the docstring where the name is defined, and the index page
@@ -10,7 +15,9 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 import pkgutil
+import re
 from typing import Any
 
 from mkdocs.structure.files import File, Files
@@ -18,6 +25,32 @@ from mkdocs.structure.files import File, Files
 import jetspark.processors
 
 INDEX = "reference/processors.md"
+#: A Markdown link with a relative target (no scheme, not an anchor alone).
+_LINK = re.compile(r"(?<!!)\[([^\]]+)\]\((?![a-z][a-z0-9+.-]*:|#)([^)\s#]+)(#[^)\s]*)?\)")
+
+
+def out_of_site(markdown: str, page_path: str, docs_dir: str) -> str:
+    """`markdown` of the page at `page_path` (relative to `docs_dir`) with each link to an
+    existing file outside `docs_dir` shown as a code path, relative to the repository."""
+    docs = os.path.abspath(docs_dir)
+    root = os.path.dirname(docs)
+
+    def code_path(match: re.Match[str]) -> str:
+        text, target = match.group(1), match.group(2)
+        path = os.path.normpath(os.path.join(docs, os.path.dirname(page_path), target))
+        if path == docs or path.startswith(docs + os.sep) or not path.startswith(root + os.sep):
+            return match.group(0)  # a page of the site (checked by mkdocs), or outside the repository
+        if not os.path.exists(path):
+            return match.group(0)  # broken: mkdocs reports it
+        shown = os.path.relpath(path, root) + ("/" if target.endswith("/") else "")
+        plain = text.strip("`")
+        return f"`{shown}`" if plain == shown else f"{text} (`{shown}`)"
+
+    return _LINK.sub(code_path, markdown)
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str:
+    return out_of_site(markdown, page.file.src_uri, config["docs_dir"])
 
 
 def _summary(obj: Any) -> str:

@@ -6,7 +6,8 @@ Spark the figures of a batch job are the counts its tasks send while they run, a
 and the exact ones when it ends; a job in epochs shows each committed epoch's), and on Spark the
 progress of each Spark stage of the job (`SparkJob.spark_stages()`, from Spark's status tracker).
 A job in epochs also shows the running epoch, how long it has run, and the last committed one's
-duration. When nothing moves (no count, no epoch, no Spark task) for `STALL` seconds a line says
+duration. A source that knows its size (a bounded `from_iterable` or `generator_stream`) gets a
+line with the share of it emitted and, at its current output rate, the time left. When nothing moves (no count, no epoch, no Spark task) for `STALL` seconds a line says
 so; once the job has ended the rates are its averages. Before that, `spark_start_display` says
 that the Spark session is starting (tens of seconds of a JVM starting up, otherwise silent).
 The display stays quiet when standard error is not a terminal, unless forced (`jetspark submit`
@@ -80,6 +81,19 @@ class JobProgress:
         if self._seen is None or self._seen[0] != seen:
             self._seen = (seen, now)
 
+    def _source_lines(self, metrics: dict[str, dict[str, int]]) -> list[Text]:
+        """Per source whose size is known (`items_total` of its supplier: a bounded `from_iterable`
+        or `generator_stream`): the share emitted, and at the current output rate the time left."""
+        lines = []
+        for name, total in _source_totals(self.job).items():
+            emitted = metrics.get(name, {}).get("emitted", 0)
+            line = f"{name}: {min(emitted / total, 1.0):.0%} of {total:,} items"
+            rate = self._rates.get(name, (0.0, 0.0))[1]
+            if rate > 0 and emitted < total:
+                line += f", about {(total - emitted) / rate:,.0f} s left"
+            lines.append(Text(line))
+        return lines
+
     def stalled_for(self) -> float | None:
         """Seconds the running job's figures have not moved, once that is `stall` or more."""
         if self._seen is None or _status(self.job) != "running":
@@ -122,6 +136,8 @@ class JobProgress:
                     style="dim",
                 )
             )
+        if status == "running":
+            parts.extend(self._source_lines(metrics))
         stalled = self.stalled_for()
         if stalled is not None:
             parts.append(
@@ -166,6 +182,17 @@ def _epoch_line(job: Any, now: float) -> Text | None:
         parts.append(f"epoch {last[0]} committed in {last[1]:.1f} s")
     parts.append(f"{job.epochs_committed} committed, {getattr(job, 'epochs_aborted', 0)} aborted")
     return Text("  ".join(parts))
+
+
+def _source_totals(job: Any) -> dict[str, int]:
+    """vertex -> items it emits in all, for the sources whose supplier knows (`items_total`)."""
+    totals = {}
+    for vertex in getattr(job, "dag", None) or []:
+        supplier = getattr(vertex.meta_supplier, "supplier", None)
+        total = getattr(supplier, "items_total", None)
+        if isinstance(total, int) and total > 0:
+            totals[vertex.name] = total
+    return totals
 
 
 def _live(job: Any) -> dict[str, dict[str, int]]:

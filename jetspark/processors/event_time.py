@@ -54,10 +54,10 @@ class EventTimePolicy:
     ```
 
     :ivar timestamp_fn: the event time of an item (an int, e.g. epoch milliseconds).
-    :ivar allowed_lag: how far the watermark trails the top timestamp.
+    :ivar allowed_lag: how far the watermark trails the top timestamp (0 by default).
     :ivar idle_timeout_millis: quiet time after which a partition is idle (None: never).
     :ivar throttling_frame_size: watermarks are rounded down to multiples of it (1: none).
-    :ivar throttling_frame_offset: shifts those multiples.
+    :ivar throttling_frame_offset: shifts those multiples (0 by default).
     """
 
     timestamp_fn: Callable[[Any], int]

@@ -288,13 +288,14 @@ def logger(level: int = logging.INFO) -> ProcessorSupplier:
     >>> import logging, sys
     >>> from jetspark import DAG, Edge, processors as P
     >>> from jetspark.testing import run_dag
-    >>> log = logging.getLogger("jetspark.vertex.log")
-    >>> log.addHandler(logging.StreamHandler(sys.stdout)); log.setLevel(logging.INFO)
+    >>> log, to_stdout = logging.getLogger("jetspark.vertex.log"), logging.StreamHandler(sys.stdout)
+    >>> log.addHandler(to_stdout); log.setLevel(logging.INFO)
     >>> dag = DAG()
     >>> words = dag.new_vertex("words", P.from_iterable(["hello"]))
     >>> _ = dag.edge(Edge.between(words, dag.new_vertex("log", P.logger())))
     >>> job = run_dag(dag)
     'hello'
+    >>> log.removeHandler(to_stdout)
     ```
 
     :param level: the logging level of the records (`logging.INFO` by default).

@@ -31,6 +31,7 @@ from typing import Any
 from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.context import ProcessorContext
 from jetspark.core.errors import ProcessorContractError
+from jetspark.core.processor import Processor
 from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.core.watermark import IDLE_MESSAGE, Watermark
 
@@ -119,6 +120,21 @@ class _SlicedSource(AbstractProcessor):
             )
 
 
+class SizedSourceSupplier(ProcessorSupplier):
+    """Supplies the processors of a bounded source and knows how many items the whole vertex
+    emits at most (`items_total`), so that a progress display can show a percentage and an ETA."""
+
+    def __init__(self, factory: Callable[[], Processor], items_total: int) -> None:
+        self.factory = factory
+        self.items_total = items_total
+
+    def get(self, count: int) -> list[Processor]:
+        return [self.factory() for _ in range(count)]
+
+    def __repr__(self) -> str:
+        return f"SizedSourceSupplier({getattr(self.factory, 'func', self.factory)!r}, {self.items_total})"
+
+
 class _FromIterableP(_SlicedSource):
     """Emits its slices of a sequence, one slice after the other, a `room()`-sized batch at a time."""
 
@@ -180,7 +196,7 @@ def from_iterable(items: Iterable[Any]) -> ProcessorSupplier:
                 raise ValueError(
                     f"from_iterable: item at position {position} is None; items must not be None"
                 )
-    return ProcessorSupplier.of(functools.partial(_FromIterableP, sequence))
+    return SizedSourceSupplier(functools.partial(_FromIterableP, sequence), len(sequence))
 
 
 class _GeneratorP(_SlicedSource):
@@ -357,6 +373,5 @@ def generator_stream(
         raise ValueError(f"generator_stream: items_per_second must be > 0 or None, got {items_per_second}")
     if idle_timeout_millis is not None and idle_timeout_millis < 0:
         raise ValueError(f"generator_stream: idle_timeout_millis must be >= 0, got {idle_timeout_millis}")
-    return ProcessorSupplier.of(
-        functools.partial(_GeneratorP, count, items_per_second, fn, timestamp_fn, idle_timeout_millis)
-    )
+    factory = functools.partial(_GeneratorP, count, items_per_second, fn, timestamp_fn, idle_timeout_millis)
+    return ProcessorSupplier.of(factory) if count is None else SizedSourceSupplier(factory, count)

@@ -138,7 +138,8 @@ class WindowResult(NamedTuple):
     :ivar end: where the window ends (exclusive).
     :ivar key: the grouping key.
     :ivar value: the aggregate operation's result for the key in the window.
-    :ivar early: True for a result emitted before the window closed (`early_results_millis`).
+    :ivar early: True for a result emitted before the window closed (`early_results_millis`);
+        False by default.
     """
 
     start: int

@@ -67,12 +67,12 @@ class EpochJob(SparkJob):
         self.max_restarts = max_restarts
         self.backoff = backoff
         self._request: str | None = None  # "cancel", "suspend" or "restart"
-        self.epochs_committed = 0
-        self.epochs_aborted = 0
         #: The epoch running now and when it started (`time.monotonic()`), for progress displays.
         self.running_epoch: tuple[int, float] | None = None
         #: The last committed epoch and its seconds from start to commit.
         self.last_committed_epoch: tuple[int, float] | None = None
+        self.epochs_committed = 0
+        self.epochs_aborted = 0
         #: Why the last epoch aborted, in one line (`failures.describe_failure`).
         self.last_abort: str | None = None
         #: The last aborts: epoch, time (wall clock) and cause, oldest first.

@@ -97,6 +97,32 @@ def test_input_and_output_rates_are_named_and_become_the_runs_averages_at_the_en
     assert "averaged over the run" in shown
 
 
+def test_a_source_of_known_size_shows_its_share_emitted_and_the_time_left(tmp_path: Path) -> None:
+    gate = Gate(tmp_path / "gate", hold_at=300)
+    dag = DAG()
+    numbers = dag.new_vertex("numbers", from_iterable(range(1000)))
+    held = dag.new_vertex("held", gated_stream(gate, count=1000))
+    dag.edge(Edge.between(numbers, dag.new_vertex("sink", collect())))
+    dag.edge(Edge.between(held, dag.new_vertex("held-sink", collect())))
+    job: LocalJob = LocalRunner(1).submit(dag, JobConfig(name="sized"))
+    clock = [0.0]
+    view = JobProgress(job, clock=lambda: clock[0])
+    try:
+        wait_until(lambda: job.metrics().get("numbers", {}).get("emitted") == 1000, "numbers all out")
+        wait_until(lambda: job.metrics().get("held", {}).get("emitted") == 300, "300 held items out")
+        view.read()
+        clock[0] = 2.0
+        gate.hold_at(500)
+        wait_until(lambda: job.metrics().get("held", {}).get("emitted") == 500, "500 held items out")
+        shown = ANSI.sub("", drawn(view))
+        assert "numbers: 100% of 1,000 items\n" in shown, shown
+        assert "held: 50% of 1,000 items, about 5 s left" in shown, shown  # 500 left at 100/s
+    finally:
+        gate.open()
+        job.join(60)
+    assert "% of" not in ANSI.sub("", drawn(view))  # ended: no share, no time left
+
+
 def test_a_line_says_when_nothing_moved_for_the_stall_time(tmp_path: Path) -> None:
     gate = Gate(tmp_path / "gate", hold_at=300)
     dag = DAG()
