@@ -197,7 +197,7 @@ class JobConfig:
     #: A job with a checkpoint root that completed in an earlier run is not run again when it is
     #: submitted under its name (the submit says when it completed); True runs it again from
     #: the beginning, under a new job id (`jetspark run/submit --start-over`).
-    start_over: bool = False
+    start_over: bool = attrs.field(default=False, validator=_flag)
 
     @property
     def snapshots_enabled(self) -> bool:
