@@ -3,6 +3,7 @@
 Routes (a job is named by its number in the registry, nothing else is read from a request):
 
 - `GET /` the jobs list; `GET /jobs/{n}` one job; `GET /api/jobs`, `GET /api/jobs/{n}` as JSON;
+- `GET /metrics` every job's figures in Prometheus' text format (`jetspark.web.prometheus`);
 - `POST /jobs/{n}/cancel|suspend|resume` with the server's token (a form field or the
   `X-Jetspark-Token` header), so that another web site open in the same browser cannot press the
   buttons (a cross-site form post does not know the token). Requests whose `Host` is not the
@@ -15,6 +16,7 @@ import secrets
 from typing import Any
 from urllib.parse import parse_qs
 
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
@@ -24,6 +26,7 @@ from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Route
 
 from jetspark.web.pages import job_page, jobs_page
+from jetspark.web.prometheus import metrics_registry
 from jetspark.web.registry import JobRegistry, actions
 from jetspark.web.svg import dag_svg, plan_parallelism
 
@@ -83,8 +86,15 @@ def create_app(registry: JobRegistry, allowed_hosts: list[str], token: str | Non
             return PlainTextResponse(f"{action} failed: {type(error).__name__}: {error}", status_code=409)
         return RedirectResponse(f"/jobs/{key}", status_code=303)
 
+    scraped = metrics_registry(registry)
+
+    async def metrics(request: Request) -> Response:
+        text = await run_in_threadpool(generate_latest, scraped)
+        return Response(text, media_type=CONTENT_TYPE_LATEST)
+
     routes = [
         Route("/", jobs),
+        Route("/metrics", metrics),
         Route("/jobs/{key:int}", job),
         Route("/api/jobs", jobs_json),
         Route("/api/jobs/{key:int}", job_json),

@@ -1,0 +1,104 @@
+"""The job metrics in Prometheus' text format: `GET /metrics` on the web UI's server.
+
+Read at scrape time from the same handles the pages show (`JobRegistry`), so a scrape costs one
+`metrics()` call per job and nothing while nobody scrapes. Per job and vertex (labels `job`, the
+job's name, and `vertex`): items received and emitted (counters), the gauges the job reports
+(`queued`, `input_watermark`, ...) and every processor's own counters (`custom_metrics()`, for
+example `late_items_dropped`), each a metric `jetspark_vertex_<name>`. Per job: its status (one
+series per status, 1 for the current one), restarts, and, for jobs in epochs, epochs committed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector, CollectorRegistry
+
+from jetspark.runners.job import JobStatus
+from jetspark.web.registry import JobRegistry
+
+#: The figures that only grow, exported as counters; every other number is a gauge.
+COUNTERS = {
+    "received": ("jetspark_vertex_items_received", "Items the vertex's processors took from their inboxes"),
+    "emitted": ("jetspark_vertex_items_emitted", "Items the vertex's processors emitted downstream"),
+}
+_NOT_A_NAME = re.compile(r"[^a-zA-Z0-9_]")
+
+
+def metric_name(figure: str) -> str:
+    """`jetspark_vertex_<figure>`, with anything Prometheus does not allow in a name as `_`."""
+    return "jetspark_vertex_" + _NOT_A_NAME.sub("_", figure)
+
+
+class JobsCollector(Collector):
+    """Collects the figures of every job in `registry` at each scrape."""
+
+    def __init__(self, registry: JobRegistry) -> None:
+        self._registry = registry
+
+    def collect(self) -> Iterator[Metric]:
+        families: dict[str, CounterMetricFamily | GaugeMetricFamily] = {}
+        status = GaugeMetricFamily(
+            "jetspark_job_status", "1 for the job's current status", labels=["job", "status"]
+        )
+        restarts = GaugeMetricFamily("jetspark_job_restarts", "Restarts after failures", labels=["job"])
+        epochs = CounterMetricFamily(
+            "jetspark_job_epochs_committed", "Epochs committed (jobs in epochs)", labels=["job"]
+        )
+        for key in self._registry.numbers():
+            job = self._registry.get(key)
+            if job is None:
+                continue
+            name = job.name
+            for each in JobStatus:
+                status.add_metric([name, each.value], 1.0 if job.status is each else 0.0)
+            restarts.add_metric([name], float(getattr(job, "restarts", 0) or 0))
+            committed = getattr(job, "epochs_committed", None)
+            if isinstance(committed, int):
+                epochs.add_metric([name], float(committed))
+            for vertex, figures in _metrics_of(job).items():
+                for figure, value in figures.items():
+                    if isinstance(value, bool) or not isinstance(value, (int, float)):
+                        continue
+                    _family(families, figure).add_metric([name, vertex], float(value))
+        yield status
+        yield restarts
+        yield epochs
+        yield from families.values()
+
+
+def _metrics_of(job: Any) -> dict[str, dict[str, Any]]:
+    try:
+        metrics: dict[str, dict[str, Any]] = job.metrics()
+    except Exception:  # a job between states: no figures this scrape
+        return {}
+    if not metrics and hasattr(job, "live_metrics"):  # a running Spark batch job's reported counts
+        try:
+            metrics = job.live_metrics()
+        except Exception:
+            return {}
+    return metrics
+
+
+def _family(
+    families: dict[str, CounterMetricFamily | GaugeMetricFamily], figure: str
+) -> CounterMetricFamily | GaugeMetricFamily:
+    if figure not in families:
+        if figure in COUNTERS:
+            name, text = COUNTERS[figure]
+            families[figure] = CounterMetricFamily(name, text, labels=["job", "vertex"])
+        else:
+            families[figure] = GaugeMetricFamily(
+                metric_name(figure), f"The job's {figure!r} figure per vertex", labels=["job", "vertex"]
+            )
+    return families[figure]
+
+
+def metrics_registry(registry: JobRegistry) -> CollectorRegistry:
+    """A Prometheus registry holding only the jobs' figures (no process metrics of this server)."""
+    scraped = CollectorRegistry(auto_describe=False)
+    scraped.register(JobsCollector(registry))
+    return scraped
