@@ -11,7 +11,9 @@ point, so the test finds the job there by watching the checkpoint root and `pg_p
   epoch 0, after the PostgreSQL sink's task prepared and finished: the epoch cannot end, so no
   `LATEST` is written;
 - `latest`: the driver waits after writing the manifest of a snapshot >= 1, before moving `LATEST`;
-- `exit`: the driver waits after the job completed, before the process exits.
+- `exit`: the driver waits after the job completed, before the process exits;
+- `process`: `Holder` waits in `process` (mid-epoch, in a Python worker whose pid it leaves in
+  `process.reached`), so the test can kill that worker and `pyspark.daemon`.
 
 It prints one JSON line: how the submit ended (`completed`, `already-completed`) and the counts.
 """
@@ -48,7 +50,7 @@ def held(holds: str, point: str) -> bool:
 
 def wait_while_held(holds: str, point: str) -> None:
     """Wait here while the hold file exists (the test kills the process meanwhile)."""
-    Path(holds, f"{point}.reached").touch()
+    Path(holds, f"{point}.reached").write_text(str(os.getpid()))
     while held(holds, point):
         time.sleep(0.01)
 
@@ -64,6 +66,8 @@ class Holder(AbstractProcessor):
         return False  # it blocks while held
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
+        if held(self.holds, "process"):
+            wait_while_held(self.holds, "process")
         inbox.drain(lambda _item: None)
 
     def snapshot_commit_prepare(self) -> bool:
@@ -108,7 +112,13 @@ def main(spec: dict[str, Any]) -> dict[str, Any]:
         return {"ended": "already-completed", "completed_at": job.completed_at, "job_id": job.job_id}
     if held(holds, "exit"):
         wait_while_held(holds, "exit")
-    return {"ended": "completed", "job_id": job.job_id, "committed": job.epochs_committed}
+    return {
+        "ended": "completed",
+        "job_id": job.job_id,
+        "committed": job.epochs_committed,
+        "aborted": job.epochs_aborted,
+        "last_abort": job.last_abort,
+    }
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -24,7 +25,7 @@ import pytest
 from examples.streaming_counts import expected_rows
 from jetspark.processors.transactional import read_lines
 from tests.spark.driver_kill_job import NAME
-from tests.spark.processes import ROOT, kill_tree, run_driver_script, with_root_on_path
+from tests.spark.processes import ROOT, kill_tree, run_driver_script, session_processes, with_root_on_path
 from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -176,3 +177,58 @@ def test_killed_at_a_driver_point(tmp_path: Path, postgres_dsn: str, point: str)
         assert json.loads((setup.job_dir / "JOB").read_text())["completed"] is not None
     setup.check_exact_and_clean()
     setup.check_completed_writes_nothing()
+
+
+def daemons(sid: int) -> list[int]:
+    """The `pyspark.daemon` processes of the driver's session."""
+    found = []
+    for pid in session_processes(sid):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+        except FileNotFoundError:
+            continue
+        if b"pyspark.daemon" in command:
+            found.append(pid)
+    return found
+
+
+@pytest.mark.timeout(900)
+def test_python_worker_and_daemon_killed_mid_epoch(tmp_path: Path, postgres_dsn: str) -> None:
+    """Once an epoch committed, `Holder` waits in `process` in a Python worker; the test SIGKILLs
+    that worker and `pyspark.daemon`, then lets it go. The epoch aborts with the cause logged and
+    kept; the job goes on and completes exactly."""
+    setup = Setup(tmp_path, postgres_dsn)
+    driver = subprocess.Popen(
+        [sys.executable, str(SCRIPT), setup.spec],
+        cwd=ROOT,
+        env=with_root_on_path(dict(os.environ)),
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_until(
+            lambda: latest_id(setup.job_dir) >= 0 or driver.poll() is not None, "a commit", timeout=300
+        )
+        (setup.holds / "process").touch()
+        reached = setup.holds / "process.reached"
+        wait_until(lambda: reached.exists() or driver.poll() is not None, "a held worker", timeout=300)
+        assert driver.poll() is None, "the driver ended before the kill"
+        wait_until(lambda: reached.read_text(), "the worker's pid")
+        worker = int(reached.read_text())
+        killed = [worker, *daemons(driver.pid)]
+        for pid in killed:
+            os.kill(pid, signal.SIGKILL)
+        (setup.holds / "process").unlink()
+        stdout, stderr = driver.communicate(timeout=400)
+    finally:
+        if driver.poll() is None:
+            kill_tree(driver)
+    assert driver.returncode == 0, stderr[-5000:]
+    report = json.loads(stdout.strip().splitlines()[-1])
+    assert len(killed) >= 2, f"no pyspark.daemon found: {killed}"
+    assert report["ended"] == "completed" and report["aborted"] >= 1, report
+    assert "Python worker died" in str(report["last_abort"]), report
+    assert "aborted: Python worker died" in stderr, "the abort is logged with its cause"
+    setup.check_exact_and_clean()
