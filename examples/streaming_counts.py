@@ -8,7 +8,9 @@ transactional sinks, files and (optionally) PostgreSQL.
 The job runs on embedded Spark in epochs (`JobConfig.snapshot_interval_millis` each): every epoch
 ends with a snapshot the driver commits, then the sinks' transactions of that epoch commit. Stop
 it at any point (kill it, even) and run the same command again: it resumes from its last committed
-snapshot, and every `(key, n)` row appears exactly once in the files (and the table).
+snapshot (or, killed before its first, starts afresh after rolling back what it left), and every
+`(key, n)` row appears exactly once in the files (and the table). Once it has completed, running it
+again writes nothing (the job's record in the checkpoint root says it completed).
 """
 
 from __future__ import annotations
@@ -107,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dsn", default=None, help="PostgreSQL DSN: also write the rows to table counts")
     parser.add_argument("--epoch-millis", type=int, default=2000)
     args = parser.parse_args(argv)
+    from jetspark.runners.identity import CompletedBefore
     from jetspark.runners.spark import SparkRunner
 
     if args.dsn:
@@ -130,7 +133,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"suspended after {job.epochs_committed} epochs; run again to resume", file=sys.stderr)
         return 0
     rows = read_lines(args.out)
-    print(f"{len(rows)} rows in {args.out} after {job.epochs_committed} committed epochs")
+    if isinstance(job, CompletedBefore):  # it completed in an earlier run: nothing ran now
+        print(f"{len(rows)} rows in {args.out}; the job completed before, nothing to do")
+    else:
+        print(f"{len(rows)} rows in {args.out} after {job.epochs_committed} committed epochs")
     if count is not None:
         exact = sorted(rows) == expected_rows(count)
         print("exactly once:", exact)
