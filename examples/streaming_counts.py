@@ -10,8 +10,10 @@ The job runs on embedded Spark in epochs (`JobConfig.snapshot_interval_millis` e
 ends with a snapshot the driver commits, then the sinks' transactions of that epoch commit. By
 default the source makes 10,000 items a second, so the 200,000 items take about 20 s and ten
 epochs: time to press Ctrl-C (the job is suspended at its last committed snapshot) or to kill it.
-Run the same command again: it resumes from its last committed snapshot, and every `(key, n)` row
-appears exactly once in the files (and the table).
+Run the same command again: it resumes from its last committed snapshot (or, killed before its
+first, starts afresh after rolling back what it left), and every `(key, n)` row appears exactly
+once in the files (and the table). Once it has completed, running it again writes nothing (the
+job's record in the checkpoint root says it completed).
 """
 
 from __future__ import annotations
@@ -110,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dsn", default=None, help="PostgreSQL DSN: also write the rows to table counts")
     parser.add_argument("--epoch-millis", type=int, default=2000)
     args = parser.parse_args(argv)
+    from jetspark.runners.identity import CompletedBefore
     from jetspark.runners.spark import SparkRunner
 
     if args.dsn:
@@ -137,7 +140,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"suspended after {job.epochs_committed} epochs; run again to resume", file=sys.stderr)
         return 0
     rows = read_lines(args.out)
-    print(f"{len(rows)} rows in {args.out} after {job.epochs_committed} committed epochs")
+    if isinstance(job, CompletedBefore):  # it completed in an earlier run: nothing ran now
+        print(f"{len(rows)} rows in {args.out}; the job completed before, nothing to do")
+    else:
+        print(f"{len(rows)} rows in {args.out} after {job.epochs_committed} committed epochs")
     if count is not None:
         exact = sorted(rows) == expected_rows(count)
         print("exactly once:", exact)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -56,3 +58,37 @@ def epoch_report(job: Any, out: str, count: int) -> dict[str, Any]:
         "aborted": job.epochs_aborted,
         "last_abort": job.last_abort,
     }
+
+
+def session_processes(sid: int) -> list[int]:
+    """The live processes of session `sid` (a driver started with `start_new_session=True` and
+    everything it started: its JVM, `pyspark.daemon`, the Python workers), zombies excluded."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            continue
+        if fields[0] != "Z" and int(fields[3]) == sid:
+            found.append(int(entry))
+    return found
+
+
+def kill_tree(driver: subprocess.Popen[Any], timeout: float = 30) -> None:
+    """SIGKILL the driver and every process of its session at once, as a machine that loses
+    power (or an OOM killer taking the cgroup) would; return when none is left."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = session_processes(driver.pid)
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        driver.poll()
+        if not left:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"processes {left} of the killed driver's session are still alive")
+        time.sleep(0.01)

@@ -143,3 +143,46 @@ def test_dag_of_a_file_that_never_calls_run_is_a_clear_error(
     job.write_text("x = 1\n")
     assert main(["dag", str(job)]) == 2
     assert "ended without calling jetspark.api.run(dag)" in capsys.readouterr().err
+
+
+# ---- --start-over: a completed job runs again only when asked ----------------------------------
+
+DURABLE_JOB = """
+import sys
+from jetspark import DAG, Edge, JobConfig, ProcessingGuarantee
+from jetspark.api import run
+from jetspark.processors import generator_stream, transactional_files
+
+dag = DAG()
+source = dag.new_vertex("source", generator_stream(count=100))
+dag.edge(Edge.between(source, dag.new_vertex("sink", transactional_files(sys.argv[2]))))
+config = JobConfig(
+    name="cli", processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE, checkpoint_root=sys.argv[1]
+)
+job = run(dag, config)
+print("did nothing" if hasattr(job, "completed_at") else "ran")
+"""
+
+
+def test_a_completed_job_runs_again_only_with_start_over(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """(Without pytest's log capture the warning goes to standard error: logging's last resort.)"""
+    from jetspark.api import START_OVER_ENV
+    from jetspark.processors.transactional import read_lines
+
+    monkeypatch.delenv(START_OVER_ENV, raising=False)  # main() sets it; restored afterwards
+    job = tmp_path / "job.py"
+    job.write_text(DURABLE_JOB)
+    command = ["run", "--local", "--quiet", str(job), str(tmp_path / "ck"), str(tmp_path / "out")]
+    assert main(command) == 0
+    assert capsys.readouterr().out.strip() == "ran"
+    assert main(command) == 0
+    assert capsys.readouterr().out.strip() == "did nothing" and "already completed at" in caplog.text
+    assert len(read_lines(str(tmp_path / "out"))) == 100
+    assert main([*command[:3], "--start-over", *command[3:]]) == 0
+    assert capsys.readouterr().out.strip() == "ran"
+    assert len(read_lines(str(tmp_path / "out"))) == 200, "started over: every line once more"
