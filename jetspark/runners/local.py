@@ -41,6 +41,7 @@ from jetspark.runners.member import (
     tasklet_status,
 )
 from jetspark.runners.output import AttemptStaging, OutputCommitter
+from jetspark.runners.preflight import check_checkpoint_paths
 from jetspark.runners.results import RESULTS_ATTRIBUTE, ResultCollector
 
 _log = logging.getLogger("jetspark.job")
@@ -455,6 +456,7 @@ class LocalRunner:
         config = config or JobConfig()
         member_count = config.member_count or self.member_count or 1
         dag.validate()
+        check_checkpoint_paths(config)
         initial = None
         if config.initial_snapshot_name is not None:
             initial = self.snapshots.get(config.initial_snapshot_name)

@@ -46,6 +46,7 @@ from jetspark.processors.sinks import FilesSink
 from jetspark.runners.job import JobHandle, JobStatus
 from jetspark.runners.member import PENDING_FIGURES
 from jetspark.runners.output import OutputCommitter
+from jetspark.runners.preflight import check_before_spark
 from jetspark.runners.spark import adaptive
 from jetspark.runners.spark.adaptive import StageDecision
 from jetspark.runners.spark.failures import decode_failure
@@ -411,6 +412,7 @@ class SparkRunner:
         Planning errors (an invalid DAG, a supplier that cannot be pickled) are raised here.
         """
         config = config or JobConfig()
+        check_before_spark(dag, config)  # in well under a second, before a session takes its 10-90 s
         spark = self.spark
         sc = spark.sparkContext
         log_task_failures_once(sc)
