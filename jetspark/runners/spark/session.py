@@ -14,6 +14,7 @@ import contextlib
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -99,6 +100,60 @@ def check_java() -> str:
     return java
 
 
+class SparkMasterError(JetsparkError, ValueError):
+    """The Spark master URL is malformed, or its standalone master cannot be reached."""
+
+
+#: Master URLs Spark takes (https://spark.apache.org/docs/latest/submitting-applications.html#master-urls).
+_MASTER_FORMS = (
+    r"local",
+    r"local\[(\*|[1-9]\d*)(,[1-9]\d*)?\]",
+    r"local-cluster\[[1-9]\d*,\s*[1-9]\d*,\s*[1-9]\d*\]",
+    r"spark://[^/\s]+",
+    r"yarn",
+    r"k8s://\S+",
+    r"mesos://\S+",
+)
+_MASTER = re.compile("|".join(f"(?:{form})" for form in _MASTER_FORMS))
+_MASTER_EXAMPLES = (
+    "local[*], local[4], local-cluster[2,1,1024], spark://host:7077, yarn, k8s://https://host:443"
+)
+#: Seconds to wait for a standalone master's port to accept a connection.
+CONNECT_TIMEOUT = 3.0
+
+
+def check_master(master: str) -> None:
+    """Raise `SparkMasterError` (one line naming the master and the cause) when `master` is not a
+    Spark master URL, or is a standalone `spark://` master none of whose host:port pairs accepts a
+    TCP connection within `CONNECT_TIMEOUT` s; Spark itself would retry for two minutes."""
+    master = master.strip()
+    if not _MASTER.fullmatch(master):
+        raise SparkMasterError(
+            f"Spark master {master!r} is not a master URL; expected one of {_MASTER_EXAMPLES}"
+        )
+    if master.startswith("spark://"):
+        _check_reachable(master)
+
+
+def _check_reachable(master: str) -> None:
+    causes = []
+    for address in master[len("spark://") :].split(","):
+        host, _, port = address.rpartition(":")
+        if not host or not port.isdigit():
+            raise SparkMasterError(
+                f"Spark master {master!r}: {address!r} is not host:port (e.g. spark://host:7077)"
+            )
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT):
+                return
+        except OSError as error:
+            causes.append(f"{address}: {error.strerror or error}")
+    raise SparkMasterError(
+        f"Spark master {master!r} cannot be reached ({'; '.join(causes)}); is the standalone master running "
+        "there? (`jetspark run --local` runs without Spark)"
+    )
+
+
 def under_spark_submit() -> bool:
     """True inside `spark-submit` (or the pyspark shell): a JVM gateway is already running."""
     return "PYSPARK_GATEWAY_PORT" in os.environ
@@ -158,6 +213,7 @@ def get_session(master: str | None = None, extra_conf: dict[str, str] | None = N
         session.sparkContext.setLogLevel(os.environ.get(LOG_LEVEL_ENV, "WARN"))
         return session
     master = master or os.environ.get(MASTER_ENV) or "local[*]"
+    check_master(master)
     check_java()
     prepare_environment(master)
     builder = SparkSession.builder
