@@ -324,11 +324,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except JobCancelledError as error:  # cancelled from the web UI, say
         print(f"jetspark: {error}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:  # at any moment, Spark's start-up included
-        print(
-            "jetspark: interrupted (a job with a guarantee was suspended: run it again to resume)",
-            file=sys.stderr,
-        )
+    except KeyboardInterrupt as interrupt:  # at any moment, Spark's start-up included
+        print(f"jetspark: interrupted{f'; {interrupt}' if str(interrupt) else ''}", file=sys.stderr)
         return 130
     except Exception as error:  # the job file's error: one line and the user's frame (--verbose: all)
         report(error, args.job, verbose)

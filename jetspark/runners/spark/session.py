@@ -14,6 +14,7 @@ import contextlib
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -219,9 +220,34 @@ def get_session(master: str | None = None, extra_conf: dict[str, str] | None = N
     builder = SparkSession.builder
     for key, value in {**embedded_conf(master), **(extra_conf or {})}.items():
         builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    try:
+        session = builder.getOrCreate()
+    except KeyboardInterrupt:
+        # Ctrl-C while Spark starts: the JVM being started ignores SIGINT and would go on, print a
+        # Java trace over the terminal and hold it; it has nothing to save yet, so it is killed.
+        _kill_child_processes()
+        raise
     session.sparkContext.setLogLevel(os.environ.get(LOG_LEVEL_ENV, "WARN"))
     return session
+
+
+#: What the command line of the JVM pyspark starts contains (spark-submit's main class).
+_SPARK_JVM_MARK = b"org.apache.spark.deploy.SparkSubmit"
+
+
+def _kill_child_processes() -> None:
+    """Kill the Spark JVMs among this process's children (on Linux, read from /proc; elsewhere
+    nothing is done). Other children (a test's database server, say) are left alone."""
+    me = os.getpid()
+    for entry in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = entry.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) != me or _SPARK_JVM_MARK not in (entry.parent / "cmdline").read_bytes():
+                continue
+        except (OSError, IndexError, ValueError):
+            continue
+        with contextlib.suppress(OSError):
+            os.kill(int(entry.parent.name), signal.SIGKILL)
 
 
 _quieted: set[int] = set()
