@@ -387,7 +387,11 @@ class LocalJob(JobHandle):
                         self.store, snapshot_id, snapshot.data, DEFAULT_PARTITION_COUNT, snapshot.name
                     )
                 else:
-                    extra = {"member_count": self.member_count, "job_id": self.job_id}
+                    extra = {
+                        "member_count": self.member_count,
+                        "job_id": self.job_id,
+                        "vertices": sorted(v.name for v in self.dag),  # `jetspark startpoint set` checks
+                    }
                     durable.save(self.store, snapshot_id, snapshot.data, DEFAULT_PARTITION_COUNT, extra)
             except Exception:
                 _log.exception(
