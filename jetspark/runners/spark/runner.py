@@ -165,7 +165,15 @@ class SparkJob(JobHandle):
         sc = self.spark.sparkContext
         deadline = time.monotonic() + timeout
         while not self._finished.wait(0.2) and time.monotonic() < deadline:
-            sc.cancelJobGroup(self.group)
+            if self._group_running(sc):  # else Spark warns "Failed to cancel job group" each time
+                sc.cancelJobGroup(self.group)
+
+    def _group_running(self, sc: Any) -> bool:
+        tracker = sc.statusTracker()
+        return any(
+            (info := tracker.getJobInfo(job_id)) is not None and info.status == "RUNNING"
+            for job_id in tracker.getJobIdsForGroup(self.group)
+        )
 
     # ---- results --------------------------------------------------------------------------
 
@@ -325,12 +333,8 @@ class SparkJob(JobHandle):
 
     def _cancel_leftovers(self, sc: Any) -> None:
         """Spark aborts a failed job itself; make sure nothing of this job's group keeps running."""
-        tracker = sc.statusTracker()
-        for job_id in tracker.getJobIdsForGroup(self.group):
-            info = tracker.getJobInfo(job_id)
-            if info is not None and info.status == "RUNNING":
-                sc.cancelJobGroup(self.group)
-                return
+        if self._group_running(sc):
+            sc.cancelJobGroup(self.group)
 
     def _translate(self, failure: BaseException) -> BaseException:
         if isinstance(failure, JobFailedError):
