@@ -49,6 +49,9 @@ logger.utils.name = org.apache.spark.util.Utils
 logger.utils.level = error
 logger.native.name = org.apache.hadoop.util.NativeCodeLoader
 logger.native.level = error
+# a cancelled job's tasks (Ctrl-C, cancel()): "Incomplete task interrupted" per task is noise
+logger.pyrunner.name = org.apache.spark.api.python.PythonRunner
+logger.pyrunner.level = error
 """
 
 
