@@ -4,6 +4,7 @@ The package root re-exports the public contract of `jetspark.core`, so `from jet
 and `from jetspark.core import DAG` name the same object.
 """
 
+import jetspark._command  # noqa: F401  (first: Ctrl-C while the `jetspark` command loads)
 from jetspark.core import *  # noqa: F403
 from jetspark.core import __all__ as _core_all
 

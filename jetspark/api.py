@@ -136,10 +136,9 @@ def run(dag: DAG, config: JobConfig | None = None, runner: Any = None, timeout: 
         if config.snapshots_enabled and hasattr(job, "suspend"):
             _log.warning("job %r: interrupted; suspending it (submit it again to resume)", job.name)
             job.suspend()
-            _log.warning("job %r: suspended", job.name)
-        else:
-            job.cancel()
-        raise
+            raise KeyboardInterrupt(f"job {job.name!r} suspended: run it again to resume") from None
+        job.cancel()
+        raise KeyboardInterrupt(f"job {job.name!r} cancelled") from None
 
 
 def _progress_mode() -> str | None:

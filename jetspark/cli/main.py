@@ -1,6 +1,6 @@
 """`jetspark run`, `jetspark submit`, `jetspark dag` and `jetspark startpoint`.
 
-jetspark run [--local] [--master URL] [--quiet] [--ui ...] [--log-level LEVEL] job.py [job args]
+jetspark run [--local] [--master URL] [--verbose] [--quiet] [--ui ...] [--log-level LEVEL] job.py [job args]
     Run a job file in this process. The job calls `jetspark.api.run(dag)`, which picks the
     runner from the environment this command sets: `--local` runs in process (no Spark, no
     Java); otherwise on an embedded Spark on URL (default `local[*]`).
@@ -17,6 +17,10 @@ jetspark dag [--format text|dot|mermaid] job.py [job args]
 
 jetspark startpoint set|list|delete ...
     Startpoints of a job (`jetspark.cli.startpoint`).
+
+An error that ends the job file of `run` or `dag` is shown as one line and the user's own frame
+(`jetspark.cli.errors`); `--verbose` shows the full traceback. A bad `--master` is refused before
+the job file runs.
 
 `run` and `submit` show a progress display on a terminal (not with `--quiet`) and with `--ui`
 serve the web UI of the driver's jobs on 127.0.0.1 (`jetspark.web`).
@@ -43,6 +47,7 @@ from jetspark.api import (
     capturing_dag,
 )
 from jetspark.cli import startpoint
+from jetspark.cli.errors import report
 from jetspark.cli.pyfiles import build_zip
 from jetspark.core.errors import JobCancelledError
 from jetspark.log_level import LEVELS, LOG_LEVEL_ENV
@@ -50,7 +55,9 @@ from jetspark.planning.pictures import FORMATS, render_dag
 from jetspark.runners.spark.session import (
     MASTER_ENV,
     JavaNotFoundError,
+    SparkMasterError,
     check_java,
+    check_master,
     log4j_config_file,
     pyspark_home,
 )
@@ -88,6 +95,14 @@ def _add_watch_options(command: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_verbose_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--verbose",
+        action="store_true",
+        help="on an error, the full traceback (default: one line and your frame)",
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="jetspark", description="Run jetspark jobs on Spark or in process.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -96,6 +111,7 @@ def _parser() -> argparse.ArgumentParser:
         "--local", action="store_true", help="run in process with the local runner: no Spark, no Java"
     )
     run.add_argument("--master", help="Spark master URL of the embedded session (default local[*])")
+    _add_verbose_option(run)
     _add_watch_options(run)
     run.add_argument("job", help="the job file, a Python script that calls jetspark.api.run(dag)")
     run.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the job file")
@@ -107,6 +123,7 @@ def _parser() -> argparse.ArgumentParser:
     submit.add_argument("job", nargs="?", help="[spark-submit options] job.py [job args]")
     dag = commands.add_parser("dag", help="print the DAG a job file builds, without running it")
     dag.add_argument("--format", choices=FORMATS, default="text", help="text (default), dot or mermaid")
+    _add_verbose_option(dag)
     dag.add_argument("job", help="the job file")
     dag.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the job file")
     startpoint.register(commands)
@@ -297,35 +314,41 @@ def main(argv: Sequence[str] | None = None) -> int:
     if problem is not None:
         print(f"jetspark: {problem}", file=sys.stderr)
         return 2
+    verbose = getattr(args, "verbose", False)
     if args.command == "dag":
         try:
             captured = capture_dag(args.job, args.args)
-        except ValueError as error:
-            print(f"jetspark: {error}", file=sys.stderr)
-            return 2
+        except KeyboardInterrupt:
+            print("jetspark: interrupted", file=sys.stderr)
+            return 130
+        except Exception as error:
+            report(error, args.job, verbose)
+            return 2 if isinstance(error, ValueError) else 1
         print(render_dag(captured.dag, args.format))
         return 0
     _watch_environment(args, submitting=args.command == "submit")
     try:
         if args.command == "run":
+            if args.master is not None and not args.local:
+                check_master(args.master)  # a typo or a dead master: one line now, not Java's traces later
             run_job(args.job, args.args, args.local, args.master)  # Spark checks Java before it starts
             return 0
         check_java()
         command, env = submit_command(rest, Path(tempfile.mkdtemp(prefix="jetspark-submit-")))
         sys.stdout.flush()
         os.execve(command[0], command, env)
-    except (JavaNotFoundError, WebUIError) as error:
+    except (JavaNotFoundError, WebUIError, SparkMasterError) as error:
         print(f"jetspark: {error}", file=sys.stderr)
         return 2
     except JobCancelledError as error:  # cancelled from the web UI, say
         print(f"jetspark: {error}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print(
-            "jetspark: interrupted (a job with a guarantee was suspended: run it again to resume)",
-            file=sys.stderr,
-        )
+    except KeyboardInterrupt as interrupt:  # at any moment, Spark's start-up included
+        print(f"jetspark: interrupted{f'; {interrupt}' if str(interrupt) else ''}", file=sys.stderr)
         return 130
+    except Exception as error:  # the job file's error: one line and the user's frame (--verbose: all)
+        report(error, args.job, verbose)
+        return 1
     return 0  # pragma: no cover - execve does not return
 
 

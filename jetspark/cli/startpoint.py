@@ -1,13 +1,15 @@
 """`jetspark startpoint set|list|delete`: startpoints of a job, set out of band.
 
-jetspark startpoint set --root ROOT --job NAME --vertex V --split S [--processor N]
+jetspark startpoint set --root ROOT --job NAME --vertex V --split S [--processor N] [--new-job]
                         (--offset N | --timestamp MS | --oldest | --upcoming)
 jetspark startpoint list --root ROOT --job NAME
 jetspark startpoint delete --root ROOT --job NAME (--vertex V --split S [--processor N] | --all)
 
 ROOT is the job's `JobConfig.checkpoint_root`; `--directory` names `JobConfig.startpoints_directory`
 when the job sets one. A startpoint applies when the job is next planned (submitted, resumed or
-restarted); see docs/startpoints.md.
+restarted); see docs/startpoints.md. `set` refuses a job that never ran under ROOT (a typo in
+--root or --job would otherwise write a startpoint nobody reads) unless `--new-job` says it has
+not run yet, and a vertex that the job's last committed snapshot does not list.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import argparse
 import datetime
 import sys
 from typing import Any
+
+import fsspec
 
 from jetspark.checkpoint.startpoints import (
     Oldest,
@@ -27,6 +31,7 @@ from jetspark.checkpoint.startpoints import (
     Upcoming,
     startpoint_to_json,
 )
+from jetspark.checkpoint.store import CheckpointStore
 
 
 def register(commands: Any) -> None:
@@ -50,6 +55,9 @@ def register(commands: Any) -> None:
         if name == "delete":
             action.add_argument("--all", action="store_true", help="delete every startpoint of the job")
             continue
+        action.add_argument(
+            "--new-job", action="store_true", help="the job has not run yet: do not check that it exists"
+        )
         where = action.add_mutually_exclusive_group(required=True)
         where.add_argument("--offset", type=int, help="Specific: start at this offset")
         where.add_argument("--timestamp", type=int, help="Timestamp: first record at or after MS")
@@ -73,12 +81,44 @@ def _describe(startpoint: Startpoint) -> str:
     return f"{kind}{' ' + detail if detail else ''} (created {created:%Y-%m-%d %H:%M:%S} UTC)"
 
 
+def _unknown_target(args: argparse.Namespace, startpoints: StartpointStore) -> str | None:
+    """Why `args.job` / `args.vertex` name nothing that exists under `args.root`, or None."""
+    if args.new_job:
+        return None
+    fs, root = fsspec.core.url_to_fs(args.root)
+    root = root.rstrip("/")
+    if not fs.isdir(root):
+        return f"checkpoint root {args.root!r} does not exist (--root is the job's JobConfig.checkpoint_root)"
+    if not fs.isdir(f"{root}/{args.job}") and not startpoints.fs.isdir(startpoints.dir):
+        jobs = sorted(
+            name
+            for name in (path.rstrip("/").rsplit("/", 1)[-1] for path in fs.ls(root, detail=False))
+            if not name.startswith(".") and name != "exported" and fs.isdir(f"{root}/{name}")
+        )
+        return (
+            f"job {args.job!r} has not run under {args.root!r} (jobs there: {', '.join(jobs) or 'none'}); "
+            "check --root and --job, or add --new-job to set a startpoint before the job's first run"
+        )
+    store = CheckpointStore(args.root, args.job, tidy=False)  # reads only: a running job's files stay
+    latest = store.latest_id()
+    if latest is None:
+        return None
+    vertices = store.load_manifest(store.snapshot_dir(latest)).extra.get("vertices")
+    if vertices is not None and args.vertex not in vertices:
+        return f"job {args.job!r} has no vertex {args.vertex!r} (its vertices: {', '.join(vertices)})"
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     """Carry out `jetspark startpoint ...`; the exit status."""
     try:
         store = StartpointStore(args.root, args.job, args.directory)
         if args.action == "set":
             startpoint = _startpoint(args)
+            problem = _unknown_target(args, store)
+            if problem is not None:
+                print(f"jetspark: {problem}", file=sys.stderr)
+                return 2
             store.write(SourcePartition(args.vertex, args.split), startpoint, args.processor)
             print(f"set {args.vertex}/{args.split}: {_describe(startpoint)}")
         elif args.action == "list":

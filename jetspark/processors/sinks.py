@@ -54,13 +54,23 @@ class _CollectP(_SinkP):
 
 
 class _LoggerP(_SinkP):
-    """Logs each item with the vertex's logger."""
+    """Logs each item with the vertex's logger; while logging is not configured at all (no handler
+    on the way to the root logger), writes it to standard error instead, so that under Python's
+    defaults (WARNING and above, INFO dropped) the sink still shows its items. Once the user
+    configures logging, their levels and handlers decide, and no line appears twice."""
 
     def __init__(self, level: int) -> None:
         self._level = level
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
         logger = self.logger
+        if not logger.hasHandlers():
+            name = self.context.vertex_name
+            lines = []
+            while (item := inbox.poll()) is not None:
+                lines.append(f"{name}: {item!r}\n")
+            sys.stderr.write("".join(lines))
+            return
         if not logger.isEnabledFor(self._level):
             inbox.drain_to([])
             return
@@ -283,6 +293,9 @@ def collect() -> ProcessorSupplier:
 
 def logger(level: int = logging.INFO) -> ProcessorSupplier:
     """Log each item (`%r`) at `level` with the logger `jetspark.vertex.<vertex name>`.
+
+    While logging is not configured (no handler on the way to the root logger, Python's default),
+    each item is written to standard error as `<vertex>: <item>` instead, whatever `level`.
 
     ```pycon
     >>> import logging, sys

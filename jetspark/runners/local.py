@@ -43,6 +43,7 @@ from jetspark.runners.member import (
     tasklet_status,
 )
 from jetspark.runners.output import AttemptStaging, OutputCommitter
+from jetspark.runners.preflight import check_checkpoint_paths
 from jetspark.runners.results import RESULTS_ATTRIBUTE, ResultCollector
 
 _log = logging.getLogger("jetspark.job")
@@ -405,7 +406,11 @@ class LocalJob(JobHandle):
                         self.store, snapshot_id, snapshot.data, DEFAULT_PARTITION_COUNT, snapshot.name
                     )
                 else:
-                    extra = {"member_count": self.member_count, "job_id": self.job_id}
+                    extra = {
+                        "member_count": self.member_count,
+                        "job_id": self.job_id,
+                        "vertices": sorted(v.name for v in self.dag),  # `jetspark startpoint set` checks
+                    }
                     durable.save(self.store, snapshot_id, snapshot.data, DEFAULT_PARTITION_COUNT, extra)
             except Exception:
                 _log.exception(
@@ -476,6 +481,7 @@ class LocalRunner:
         config = config or JobConfig()
         member_count = config.member_count or self.member_count or 1
         dag.validate()
+        check_checkpoint_paths(config)
         initial = None
         if config.initial_snapshot_name is not None:
             initial = self.snapshots.get(config.initial_snapshot_name)

@@ -304,6 +304,7 @@ class EpochJob(SparkJob):
             "job_id": self.job_id,
             "member_count": self.member_count,
             "completed": sorted(completed),
+            "vertices": sorted(v.name for v in self.dag),  # `jetspark startpoint set` checks them
         }
         files = [SnapshotFile.from_json(f) for f in outcome.snapshot_files]
         self.store.commit(epoch, files, self.plan.arrangement.partition_count, extra)

@@ -47,6 +47,7 @@ from jetspark.runners.job import JobHandle, JobStatus
 from jetspark.runners.member import PENDING_FIGURES
 from jetspark.runners.output import OutputCommitter
 from jetspark.runners.pickling import dumps_keeping_source
+from jetspark.runners.preflight import check_before_spark
 from jetspark.runners.spark import adaptive
 from jetspark.runners.spark.adaptive import StageDecision
 from jetspark.runners.spark.failures import decode_failure
@@ -165,7 +166,15 @@ class SparkJob(JobHandle):
         sc = self.spark.sparkContext
         deadline = time.monotonic() + timeout
         while not self._finished.wait(0.2) and time.monotonic() < deadline:
-            sc.cancelJobGroup(self.group)
+            if self._group_running(sc):  # else Spark warns "Failed to cancel job group" each time
+                sc.cancelJobGroup(self.group)
+
+    def _group_running(self, sc: Any) -> bool:
+        tracker = sc.statusTracker()
+        return any(
+            (info := tracker.getJobInfo(job_id)) is not None and info.status == "RUNNING"
+            for job_id in tracker.getJobIdsForGroup(self.group)
+        )
 
     # ---- results --------------------------------------------------------------------------
 
@@ -325,12 +334,8 @@ class SparkJob(JobHandle):
 
     def _cancel_leftovers(self, sc: Any) -> None:
         """Spark aborts a failed job itself; make sure nothing of this job's group keeps running."""
-        tracker = sc.statusTracker()
-        for job_id in tracker.getJobIdsForGroup(self.group):
-            info = tracker.getJobInfo(job_id)
-            if info is not None and info.status == "RUNNING":
-                sc.cancelJobGroup(self.group)
-                return
+        if self._group_running(sc):
+            sc.cancelJobGroup(self.group)
 
     def _translate(self, failure: BaseException) -> BaseException:
         if isinstance(failure, JobFailedError):
@@ -414,6 +419,7 @@ class SparkRunner:
         `CompletedBefore` (`runners.identity`), unless `JobConfig.start_over`.
         """
         config = config or JobConfig()
+        check_before_spark(dag, config)  # in well under a second, before a session takes its 10-90 s
         spark = self.spark
         sc = spark.sparkContext
         log_task_failures_once(sc)

@@ -14,6 +14,8 @@ import contextlib
 import os
 import re
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -46,6 +48,9 @@ logger.utils.name = org.apache.spark.util.Utils
 logger.utils.level = error
 logger.native.name = org.apache.hadoop.util.NativeCodeLoader
 logger.native.level = error
+# a cancelled job's tasks (Ctrl-C, cancel()): "Incomplete task interrupted" per task is noise
+logger.pyrunner.name = org.apache.spark.api.python.PythonRunner
+logger.pyrunner.level = error
 """
 
 
@@ -96,6 +101,60 @@ def check_java() -> str:
                 f"Spark needs Java {MIN_JAVA} or newer, but {java} is Java {major}. {_INSTALL_HINT}"
             )
     return java
+
+
+class SparkMasterError(JetsparkError, ValueError):
+    """The Spark master URL is malformed, or its standalone master cannot be reached."""
+
+
+#: Master URLs Spark takes (https://spark.apache.org/docs/latest/submitting-applications.html#master-urls).
+_MASTER_FORMS = (
+    r"local",
+    r"local\[(\*|[1-9]\d*)(,[1-9]\d*)?\]",
+    r"local-cluster\[[1-9]\d*,\s*[1-9]\d*,\s*[1-9]\d*\]",
+    r"spark://[^/\s]+",
+    r"yarn",
+    r"k8s://\S+",
+    r"mesos://\S+",
+)
+_MASTER = re.compile("|".join(f"(?:{form})" for form in _MASTER_FORMS))
+_MASTER_EXAMPLES = (
+    "local[*], local[4], local-cluster[2,1,1024], spark://host:7077, yarn, k8s://https://host:443"
+)
+#: Seconds to wait for a standalone master's port to accept a connection.
+CONNECT_TIMEOUT = 3.0
+
+
+def check_master(master: str) -> None:
+    """Raise `SparkMasterError` (one line naming the master and the cause) when `master` is not a
+    Spark master URL, or is a standalone `spark://` master none of whose host:port pairs accepts a
+    TCP connection within `CONNECT_TIMEOUT` s; Spark itself would retry for two minutes."""
+    master = master.strip()
+    if not _MASTER.fullmatch(master):
+        raise SparkMasterError(
+            f"Spark master {master!r} is not a master URL; expected one of {_MASTER_EXAMPLES}"
+        )
+    if master.startswith("spark://"):
+        _check_reachable(master)
+
+
+def _check_reachable(master: str) -> None:
+    causes = []
+    for address in master[len("spark://") :].split(","):
+        host, _, port = address.rpartition(":")
+        if not host or not port.isdigit():
+            raise SparkMasterError(
+                f"Spark master {master!r}: {address!r} is not host:port (e.g. spark://host:7077)"
+            )
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT):
+                return
+        except OSError as error:
+            causes.append(f"{address}: {error.strerror or error}")
+    raise SparkMasterError(
+        f"Spark master {master!r} cannot be reached ({'; '.join(causes)}); is the standalone master running "
+        "there? (`jetspark run --local` runs without Spark)"
+    )
 
 
 def under_spark_submit() -> bool:
@@ -164,14 +223,40 @@ def get_session(master: str | None = None, extra_conf: dict[str, str] | None = N
         session.sparkContext.setLogLevel(os.environ.get(LOG_LEVEL_ENV, "WARN"))
         return session
     master = master or os.environ.get(MASTER_ENV) or "local[*]"
+    check_master(master)
     check_java()
     prepare_environment(master)
     builder = SparkSession.builder
     for key, value in {**embedded_conf(master), **(extra_conf or {})}.items():
         builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    try:
+        session = builder.getOrCreate()
+    except KeyboardInterrupt:
+        # Ctrl-C while Spark starts: the JVM being started ignores SIGINT and would go on, print a
+        # Java trace over the terminal and hold it; it has nothing to save yet, so it is killed.
+        _kill_child_processes()
+        raise
     session.sparkContext.setLogLevel(os.environ.get(LOG_LEVEL_ENV, "WARN"))
     return session
+
+
+#: What the command line of the JVM pyspark starts contains (spark-submit's main class).
+_SPARK_JVM_MARK = b"org.apache.spark.deploy.SparkSubmit"
+
+
+def _kill_child_processes() -> None:
+    """Kill the Spark JVMs among this process's children (on Linux, read from /proc; elsewhere
+    nothing is done). Other children (a test's database server, say) are left alone."""
+    me = os.getpid()
+    for entry in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = entry.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) != me or _SPARK_JVM_MARK not in (entry.parent / "cmdline").read_bytes():
+                continue
+        except (OSError, IndexError, ValueError):
+            continue
+        with contextlib.suppress(OSError):
+            os.kill(int(entry.parent.name), signal.SIGKILL)
 
 
 _quieted: set[int] = set()

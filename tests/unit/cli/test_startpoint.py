@@ -29,7 +29,7 @@ def sp(root: Path, *args: str) -> int:
 
 def test_set_writes_each_kind_per_partition_or_per_processor(tmp_path: Path) -> None:
     store = StartpointStore(str(tmp_path), "job")
-    assert sp(tmp_path, "set", "--vertex", "lines", "--split", "a.log", "--offset", "42") == 0
+    assert sp(tmp_path, "set", "--new-job", "--vertex", "lines", "--split", "a.log", "--offset", "42") == 0
     written = store.read(A)
     assert isinstance(written, Specific) and written.offset == 42
     assert sp(tmp_path, "set", "--vertex", "lines", "--split", "a.log", "--timestamp", "1500") == 0
@@ -82,8 +82,126 @@ def test_bad_input_is_refused_naming_it(tmp_path: Path, capsys: pytest.CaptureFi
 
 def test_the_command_runs_as_a_program(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "jetspark.cli.main", "startpoint", "set", "--root", str(tmp_path)]
-    command += ["--job", "job", "--vertex", "lines", "--split", "a.log", "--upcoming"]
+    command += ["--job", "job", "--new-job", "--vertex", "lines", "--split", "a.log", "--upcoming"]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("set lines/a.log: upcoming")
     assert isinstance(StartpointStore(str(tmp_path), "job").read(A), Upcoming)
+
+
+def ran_once(root: Path) -> None:
+    """Run job "job" (a `lines` source and a `sink`) to its first committed snapshot."""
+    from jetspark import processors as P
+    from jetspark.core import DAG, Edge, JobConfig, ProcessingGuarantee
+    from jetspark.runners.local import LocalRunner
+    from tests.waiting import wait_until
+
+    logs = root / "logs"
+    logs.mkdir()
+    (logs / "a.log").write_text("one\n")
+    dag = DAG()
+    lines = dag.new_vertex("lines", P.directory_stream(str(logs), "*.log", poll_millis=5))
+    dag.edge(Edge.between(lines, dag.new_vertex("sink", P.collect())))
+    config = JobConfig(
+        name="job",
+        processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE,
+        checkpoint_root=str(root / "ck"),
+        snapshot_interval_millis=10,
+    )
+    job = LocalRunner().submit(dag, config)
+    wait_until(lambda: job.snapshot_count >= 1, "a committed snapshot")
+    job.suspend()
+
+
+def test_set_for_a_job_that_never_ran_there_is_an_error_naming_the_jobs_that_did(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ran_once(tmp_path)
+    root = str(tmp_path / "ck")
+    code = main(
+        [
+            "startpoint",
+            "set",
+            "--root",
+            root,
+            "--job",
+            "jbo",
+            "--vertex",
+            "lines",
+            "--split",
+            "a.log",
+            "--oldest",
+        ]
+    )
+    assert code == 2
+    assert capsys.readouterr().err == (
+        f"jetspark: job 'jbo' has not run under {root!r} (jobs there: job); check --root and --job, "
+        "or add --new-job to set a startpoint before the job's first run\n"
+    )
+    assert StartpointStore(root, "jbo").read(A) is None  # nothing written
+
+
+def test_set_for_a_vertex_the_job_does_not_have_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ran_once(tmp_path)
+    root = str(tmp_path / "ck")
+    code = main(
+        [
+            "startpoint",
+            "set",
+            "--root",
+            root,
+            "--job",
+            "job",
+            "--vertex",
+            "line",
+            "--split",
+            "a.log",
+            "--oldest",
+        ]
+    )
+    assert code == 2
+    assert capsys.readouterr().err == "jetspark: job 'job' has no vertex 'line' (its vertices: lines, sink)\n"
+    code = main(
+        [
+            "startpoint",
+            "set",
+            "--root",
+            root,
+            "--job",
+            "job",
+            "--vertex",
+            "lines",
+            "--split",
+            "a.log",
+            "--oldest",
+        ]
+    )
+    assert code == 0
+    assert isinstance(StartpointStore(root, "job").read(A), Oldest)
+
+
+def test_set_under_a_root_that_does_not_exist_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = str(tmp_path / "nowhere")
+    assert (
+        main(
+            [
+                "startpoint",
+                "set",
+                "--root",
+                missing,
+                "--job",
+                "job",
+                "--vertex",
+                "lines",
+                "--split",
+                "a",
+                "--oldest",
+            ]
+        )
+        == 2
+    )
+    assert f"checkpoint root {missing!r} does not exist" in capsys.readouterr().err

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -312,3 +314,48 @@ def test_print_prints_each_item_with_an_optional_prefix(capsys: pytest.CaptureFi
     LocalRunner(2).run(dag)
     lines = capsys.readouterr().out.splitlines()
     assert sorted(lines) == ["out#0: <0>", "out#0: <2>", "out#1: <1>", "out#1: <3>"]
+
+
+LOGGING_JOB = """
+import logging, sys
+from jetspark import DAG, AbstractProcessor, Edge, JobConfig
+from jetspark import processors as P
+from jetspark.runners.local import LocalRunner
+
+class Warns(AbstractProcessor):
+    def try_process_item(self, ordinal, item):
+        if item == 1:
+            self.logger.warning("odd item %r", item)
+        return self.try_emit(item)
+
+if sys.argv[1] == "configured":
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s %(message)s")
+dag = DAG()
+source = dag.new_vertex("source", P.from_iterable(range(3)))
+warns = dag.new_vertex("warns", Warns)
+log = dag.new_vertex("log", P.logger())
+dag.edge(Edge.between(source, warns)).edge(Edge.between(warns, log))
+LocalRunner().run(dag, JobConfig())
+"""
+
+
+def run_logging_job(how: str) -> list[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", LOGGING_JOB, how], capture_output=True, text=True, timeout=120, check=True
+    )
+    return done.stderr.splitlines()
+
+
+def test_under_pythons_default_logging_the_logger_sink_and_processor_warnings_show() -> None:
+    """Nothing configured: INFO would be dropped, so the sink writes its items to stderr itself;
+    a processor's own logger shows WARNING and above (Python's last-resort handler)."""
+    assert run_logging_job("default") == ["odd item 1", "log: 0", "log: 1", "log: 2"]
+
+
+def test_once_logging_is_configured_it_decides_and_no_line_shows_twice() -> None:
+    assert run_logging_job("configured") == [
+        "WARNING jetspark.vertex.warns odd item 1",
+        "INFO jetspark.vertex.log 0",
+        "INFO jetspark.vertex.log 1",
+        "INFO jetspark.vertex.log 2",
+    ]

@@ -1,0 +1,110 @@
+"""Checks that need no Spark, made before a runner starts anything (a Spark session takes 10-90 s
+to start; a mistake it would meet after that should be reported in well under a second).
+
+`check_checkpoint_paths`: the checkpoint root and startpoints directory of a config are
+directories this process can write (or can create). `check_before_spark`: that, the DAG's shape,
+what a job with a processing guarantee needs on Spark (a checkpoint root and a valid job name),
+and that every vertex's supplier and every edge's key function pickles, naming the vertex or edge.
+Each raises `DagValidationError` with one line naming the field, path, vertex or edge.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import cloudpickle
+
+from jetspark.checkpoint.store import check_name
+from jetspark.core.config import JobConfig
+from jetspark.core.dag import DAG
+from jetspark.core.errors import DagValidationError
+
+
+def check_before_spark(dag: DAG, config: JobConfig) -> None:
+    """Everything the Spark runner can check before it starts a session (see the module docstring)."""
+    dag.validate()
+    if config.snapshots_enabled:
+        _check_guarantee_needs(config)
+    check_checkpoint_paths(config)
+    _check_picklable(dag)
+
+
+def _check_guarantee_needs(config: JobConfig) -> None:
+    guarantee = config.processing_guarantee.value
+    if config.checkpoint_root is None:
+        raise DagValidationError(
+            f"job {config.name or '(unnamed)'!r}: with processing guarantee {guarantee} the Spark runner keeps "
+            "snapshots in a checkpoint directory; set JobConfig.checkpoint_root (a path or fsspec URL that "
+            "every executor can reach)"
+        )
+    if config.name is None:
+        raise DagValidationError(
+            f"job with processing guarantee {guarantee}: set JobConfig.name; the job's snapshots are kept "
+            "under its name, and it resumes from them when submitted again"
+        )
+    try:
+        check_name("job", config.name)
+    except ValueError as error:
+        raise DagValidationError(f"JobConfig.name: {error}") from None
+
+
+def check_checkpoint_paths(config: JobConfig) -> None:
+    """`JobConfig.checkpoint_root` and `startpoints_directory`, when local paths, are directories
+    this process may write, or may create (their nearest existing parent is one)."""
+    for field in ("checkpoint_root", "startpoints_directory"):
+        value = getattr(config, field)
+        local = _local_path(value)
+        if local is not None:
+            problem = _directory_problem(local)
+            if problem is not None:
+                raise DagValidationError(f"JobConfig.{field} {value!r}: {problem}")
+
+
+def _local_path(value: str | None) -> Path | None:
+    """The local path `value` names (a plain path or a file:// URL); None for other URLs."""
+    if value is None:
+        return None
+    if value.startswith("file://"):
+        return Path(value[len("file://") :])
+    if "://" in value:
+        return None  # another file system: only its own client can tell
+    return Path(value).expanduser()
+
+
+def _directory_problem(path: Path) -> str | None:
+    if path.exists():
+        if not path.is_dir():
+            return "is a file, not a directory"
+        if not os.access(path, os.W_OK | os.X_OK):
+            return "is a directory this user cannot write to"
+        return None
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        return f"cannot be created: {str(parent)!r} is a file, not a directory"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"cannot be created: this user cannot write to {str(parent)!r}"
+    return None
+
+
+def _check_picklable(dag: DAG) -> None:
+    """Every supplier and key function travels to Spark executors pickled: name what does not."""
+    for vertex in dag:
+        try:
+            cloudpickle.dumps(vertex.meta_supplier)
+        except Exception as error:
+            raise DagValidationError(
+                f"vertex {vertex.name!r}: its ProcessorSupplier cannot be pickled to ship it to Spark executors "
+                f"({type(error).__name__}: {error}); suppliers and everything they hold must be picklable "
+                "with cloudpickle"
+            ) from error
+    for edge in dag.edges:
+        try:
+            cloudpickle.dumps((edge.key_fn, edge.partitioner))
+        except Exception as error:
+            raise DagValidationError(
+                f"edge {edge.name}: its key function or partitioner cannot be pickled "
+                f"({type(error).__name__}: {error})"
+            ) from error
