@@ -155,3 +155,21 @@ def test_directory_stream_of_jsonl_into_write_jsonl_exactly_once_across_epochs_w
     counts = Counter(committed())
     assert set(counts) == {(f, n) for f in range(3) for n in range(500)}
     assert max(counts.values()) == 1
+
+
+@pytest.mark.slow  # Spark SQL's first DataFrame read takes several seconds
+def test_spark_reads_what_write_parquet_wrote_partitioned_with_the_partition_column(
+    spark: Any, tmp_path: Path
+) -> None:
+    dag = DAG()
+    source = dag.new_vertex(
+        "source", P.from_iterable([{"id": n, "day": 20240101 + n % 3} for n in range(300)])
+    )
+    dag.edge(
+        Edge.between(
+            source, dag.new_vertex("out", P.write_parquet(str(tmp_path / "out"), partition_by="day"))
+        )
+    )
+    SparkRunner(spark).run(dag, MEMBERS, timeout=120)
+    rows = spark.read.parquet(str(tmp_path / "out")).collect()
+    assert sorted((row["id"], row["day"]) for row in rows) == [(n, 20240101 + n % 3) for n in range(300)]
