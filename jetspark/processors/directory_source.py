@@ -127,7 +127,8 @@ class _DirectoryStreamP(AbstractProcessor):
                 for line in file:  # a line at a time: the file may be large
                     if not line.endswith(b"\n"):
                         break  # incomplete: not there yet
-                    if timestamp_fn(line[:-1].decode("utf-8")) >= startpoint.timestamp:
+                    # a line that is not UTF-8 is for the errors= policy to judge when it is read
+                    if timestamp_fn(line[:-1].decode("utf-8", errors="replace")) >= startpoint.timestamp:
                         return position
                     position += len(line)
         except FileNotFoundError:

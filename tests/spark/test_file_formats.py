@@ -17,6 +17,7 @@ from jetspark import processors as P
 from jetspark.core import DAG, Edge, JobConfig
 from jetspark.runners.spark import SparkRunner
 from tests.spark.test_epochs import epochs, failing_at
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.spark
 
@@ -107,3 +108,68 @@ def test_read_parquet_into_write_parquet_exactly_once_across_epochs_with_a_failu
     assert set(counts) == set(range(20_000))
     assert max(counts.values()) == 1
     assert not list(out.rglob(".*")), "uncommitted transaction files left"
+
+
+def test_directory_stream_of_jsonl_into_write_jsonl_exactly_once_across_epochs_with_a_failure(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Lines appended while the job runs, a bad line skipped, a failure that aborts an epoch: the
+    committed output holds every good record once."""
+
+    source_dir, out = tmp_path / "in", tmp_path / "out"
+    source_dir.mkdir()
+
+    def append(index: int, first: int, last: int) -> None:
+        with (source_dir / f"f{index}.jsonl").open("ab") as file:
+            file.write(b"".join(b'{"f": %d, "n": %d}\n' % (index, n) for n in range(first, last)))
+
+    for index in range(3):
+        append(index, 0, 300)
+    with (source_dir / "f0.jsonl").open("ab") as file:
+        file.write(b"\xff not json\n")
+    dag = DAG()
+    lines = dag.new_vertex(
+        "lines", P.directory_stream(str(source_dir), "*.jsonl", 20, format="jsonl", errors="skip")
+    )
+    step = dag.new_vertex("step", P.map(failing_at({"f": 1, "n": 400}, tmp_path / "failed")))
+    sink = dag.new_vertex("sink", P.write_jsonl(str(out), partition_by="f"))
+    dag.edge(Edge.between(lines, step))
+    dag.edge(Edge.between(step, sink).distributed())
+    job = SparkRunner(spark, restart_backoff=0.05).submit(dag, epochs(tmp_path / "ck", name="tail-jsonl"))
+
+    def committed() -> list[tuple[int, int]]:
+        if not out.exists():
+            return []
+        rows = []
+        for path in out.rglob("part-*.jsonl"):
+            f = int(path.parent.name.split("=")[1])
+            rows += [(f, json.loads(line)["n"]) for line in path.read_text().splitlines()]
+        return rows
+
+    wait_until(lambda: len(committed()) >= 900, timeout=120)
+    for index in range(3):
+        append(index, 300, 500)
+    wait_until(lambda: len(committed()) >= 1500, timeout=120)
+    job.suspend()
+    assert (tmp_path / "failed").exists() and job.epochs_aborted >= 1
+    counts = Counter(committed())
+    assert set(counts) == {(f, n) for f in range(3) for n in range(500)}
+    assert max(counts.values()) == 1
+
+
+@pytest.mark.slow  # Spark SQL's first DataFrame read takes several seconds
+def test_spark_reads_what_write_parquet_wrote_partitioned_with_the_partition_column(
+    spark: Any, tmp_path: Path
+) -> None:
+    dag = DAG()
+    source = dag.new_vertex(
+        "source", P.from_iterable([{"id": n, "day": 20240101 + n % 3} for n in range(300)])
+    )
+    dag.edge(
+        Edge.between(
+            source, dag.new_vertex("out", P.write_parquet(str(tmp_path / "out"), partition_by="day"))
+        )
+    )
+    SparkRunner(spark).run(dag, MEMBERS, timeout=120)
+    rows = spark.read.parquet(str(tmp_path / "out")).collect()
+    assert sorted((row["id"], row["day"]) for row in rows) == [(n, 20240101 + n % 3) for n in range(300)]

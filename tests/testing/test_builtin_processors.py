@@ -209,3 +209,33 @@ def test_collect_without_a_runner_result_collector_fails_clearly() -> None:
         verify_processor(P.collect()).input([1]).job_config(JobConfig()).expect_output([])
     assert info.value.kind is FailureKind.RAISED
     assert "init() raised" in str(info.value)
+
+
+# ---- file sources ---------------------------------------------------------------------------------
+
+
+def test_read_jsonl_over_byte_range_splits(tmp_path: Any) -> None:
+    import json
+
+    path = tmp_path / "a.jsonl"
+    path.write_text("".join(json.dumps({"n": n}) + "\n" for n in range(40)))
+
+    def check(mode: str, outputs: list[list[Any]]) -> None:
+        got = sorted(row["n"] for output in outputs for row in items_of(output))
+        assert got == list(range(40)), mode
+
+    verify_processor(P.read_jsonl(str(path), split_bytes=50)).assert_output(1, check)
+
+
+def test_read_parquet_over_row_groups(tmp_path: Any) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "a.parquet"
+    pq.write_table(pa.Table.from_pylist([{"n": n} for n in range(30)]), path, row_group_size=7)
+
+    def check(mode: str, outputs: list[list[Any]]) -> None:
+        got = sorted(row["n"] for output in outputs for row in items_of(output))
+        assert got == list(range(30)), mode
+
+    verify_processor(P.read_parquet(str(path))).assert_output(1, check)

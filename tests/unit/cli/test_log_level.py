@@ -53,14 +53,8 @@ def test_an_unknown_level_is_refused_naming_the_choices(capsys: pytest.CaptureFi
     with pytest.raises(SystemExit) as exit_info:
         main(["run", "--log-level", "loud", "job.py"])
     assert exit_info.value.code == 2
-    assert "--log-level: invalid choice: 'LOUD' (choose from DEBUG, INFO, WARNING, ERROR, CRITICAL)" in (
-        capsys.readouterr()
-        .err.replace("'DEBUG'", "DEBUG")
-        .replace("'INFO'", "INFO")
-        .replace("'WARNING'", "WARNING")
-        .replace("'ERROR'", "ERROR")
-        .replace("'CRITICAL'", "CRITICAL")
-    )
+    error = capsys.readouterr().err.replace("'", "")  # Python versions differ in quoting the choices
+    assert "--log-level: invalid choice: LOUD (choose from DEBUG, INFO, WARNING, ERROR, CRITICAL)" in error
 
 
 def test_submit_takes_log_level_as_its_own_option() -> None:

@@ -51,6 +51,14 @@ def all_suppliers() -> list[ProcessorSupplier]:
         P.window_join(str, str, len, len, P.WindowPolicy.tumbling(10)),
         P.sort(key=len),
         P.distinct(),
+        P.print(),
+        P.read_text(__file__),
+        P.read_jsonl(__file__, errors="skip"),
+        P.read_csv(__file__, types={0: int}, header=False),
+        P.directory_stream(".", format=P.csv_format(types={"a": int}), errors="dead_letter"),
+        P.write_jsonl("out", partition_by="k"),
+        P.write_csv("out", columns=["a"]),
+        P.write_parquet("out"),
     ]
 
 
