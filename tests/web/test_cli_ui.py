@@ -137,9 +137,9 @@ def test_a_job_suspended_in_the_browser_waits_there_to_be_resumed(
     assert run.process.poll() is None  # the UI is still up: the page answers
     page.reload()
     wait_for_state(page, "suspended")
-    gate.open()
     page.locator("#resume").click()
-    wait_for_state(page, "completed")
+    wait_for_state(page, "running")  # held at the gate still: the page cannot miss it
+    gate.open()  # now it completes, and the command ends (its UI 5 s later)
     code, out = run.finish(60)
     assert code == 0 and "paused: [(0, 100), (1, 100)" in out and "(9, 100)]" in out, out
 
