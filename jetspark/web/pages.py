@@ -400,7 +400,7 @@ def job_page(job: dict[str, Any], svg: str, token: str) -> str:
             "<th>failed</th></tr></thead><tbody id=stages></tbody></table></div>"
         )
     if job["epochs"] is not None:
-        durable = f"<h2>snapshots</h2><table>{snapshots}</table>{_epochs(job['epochs'])}"
+        durable = _epochs(job["epochs"])  # each epoch ends in one snapshot: the epochs say it all
     elif job["has_snapshots"]:
         durable = f"<h2>snapshots</h2><table>{snapshots}</table>{_snapshot_table(job['snapshot_list'])}"
     else:
