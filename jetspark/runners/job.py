@@ -9,8 +9,9 @@ from __future__ import annotations
 import enum
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from jetspark.core.errors import JobCancelledError, JobTimeoutError
 from jetspark.planning.plan import ExecutionPlan
@@ -51,6 +52,18 @@ class JobStatus(enum.Enum):
     CANCELLED = "cancelled"
 
 
+#: Failures a job handle keeps (`JobHandle.failures`), the newest.
+MAX_FAILURES = 20
+
+
+class JobFailure(NamedTuple):
+    """A failure the job went on after (a restart): when, what the job did, and the error."""
+
+    at: float  # wall clock (`time.time()`)
+    outcome: str  # such as "restart 2 from snapshot 7"
+    error: BaseException
+
+
 class JobHandle:
     """Base of `LocalJob` and `SparkJob`. Subclasses set `status` and `error`, then `_finished`."""
 
@@ -65,6 +78,9 @@ class JobHandle:
         #: Wall-clock time (`time.time()`) the handle was made, that is when the job was submitted.
         self.submitted_at = time.time()
         self._finished = _EndEvent()
+        #: The last failures the job went on after (restarts), oldest first; the one it ended
+        #: with is `error`.
+        self.failures: deque[JobFailure] = deque(maxlen=MAX_FAILURES)
         for observe in list(_observers):
             observe(self)
 
@@ -72,6 +88,10 @@ class JobHandle:
     def ended_at(self) -> float | None:
         """Wall-clock time the job last ended (completed, failed, cancelled, suspended), or None."""
         return self._finished.set_at
+
+    def note_failure(self, error: BaseException, outcome: str) -> None:
+        """Record a failure the job goes on after (the web UI lists them with their tracebacks)."""
+        self.failures.append(JobFailure(time.time(), outcome, error))
 
     def plan_metrics(self) -> dict[str, int]:
         """What the planner decided for the job: members deployed and pruned, processors pruned,

@@ -238,6 +238,7 @@ class LocalJob(JobHandle):
                 break
             in_a_row += 1
             self.restarts += 1
+            self.note_failure(error, f"restart {self.restarts}")
             try:
                 restore = self._restart_point(error)
             except Exception as cause:  # the restart cannot restore: fail with both causes

@@ -4,6 +4,9 @@ Routes (a job is named by its number in the registry, nothing else is read from 
 
 - `GET /` the jobs list; `GET /jobs/{n}` one job; `GET /api/jobs`, `GET /api/jobs/{n}` as JSON;
 - `GET /metrics` every job's figures in Prometheus' text format (`jetspark.web.prometheus`);
+- `GET /jobs/{n}/charts/throughput/{i}.svg` the items per second in and out of the job's i-th
+  vertex over the last minutes, `GET /jobs/{n}/charts/durations.svg` its last snapshots' or
+  epochs' durations (images: SVG documents drawn on the server, `jetspark.web.charts`);
 - `POST /jobs/{n}/cancel|suspend|resume` with the server's token (a form field or the
   `X-Jetspark-Token` header), so that another web site open in the same browser cannot press the
   buttons (a cross-site form post does not know the token). Requests whose `Host` is not the
@@ -13,6 +16,7 @@ Routes (a job is named by its number in the registry, nothing else is read from 
 from __future__ import annotations
 
 import secrets
+import time
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -25,6 +29,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from jetspark.web.charts import duration_chart, rate_chart
+from jetspark.web.history import HISTORY_SECONDS
 from jetspark.web.pages import job_page, jobs_page
 from jetspark.web.prometheus import metrics_registry
 from jetspark.web.registry import JobRegistry, actions
@@ -65,6 +71,25 @@ def create_app(registry: JobRegistry, allowed_hosts: list[str], token: str | Non
             return JSONResponse({"error": "no such job"}, status_code=404)
         return JSONResponse(await run_in_threadpool(registry.details, key))
 
+    async def throughput_chart(request: Request) -> Response:
+        key = job_key(request)
+        dag = getattr(registry.get(key), "dag", None) if key is not None else None
+        names = [vertex.name for vertex in dag] if dag is not None else []
+        index: int = request.path_params["index"]
+        if key is None or not 0 <= index < len(names):
+            return PlainTextResponse("no such job or vertex", status_code=404)
+        times, rates_in, rates_out = registry.history(key).series(names[index])
+        svg = rate_chart(names[index], times, rates_in, rates_out, time.time(), HISTORY_SECONDS)
+        return Response(svg, media_type="image/svg+xml", headers={"Cache-Control": "no-store"})
+
+    async def durations_chart(request: Request) -> Response:
+        key = job_key(request)
+        if key is None:
+            return PlainTextResponse("no such job", status_code=404)
+        title, labels, seconds = await run_in_threadpool(registry.durations, key)
+        svg = duration_chart(title, labels, seconds)
+        return Response(svg, media_type="image/svg+xml", headers={"Cache-Control": "no-store"})
+
     async def act(request: Request) -> Response:
         key = job_key(request)
         action = request.path_params["action"]
@@ -98,6 +123,8 @@ def create_app(registry: JobRegistry, allowed_hosts: list[str], token: str | Non
         Route("/jobs/{key:int}", job),
         Route("/api/jobs", jobs_json),
         Route("/api/jobs/{key:int}", job_json),
+        Route("/jobs/{key:int}/charts/throughput/{index:int}.svg", throughput_chart),
+        Route("/jobs/{key:int}/charts/durations.svg", durations_chart),
         Route("/jobs/{key:int}/{action:str}", act, methods=["POST"]),
     ]
     app = Starlette(

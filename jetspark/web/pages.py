@@ -24,6 +24,15 @@ svg.dag .edge path { fill: none; stroke: #555; stroke-width: 1.3; }
 svg.dag .edge.distributed path { stroke-width: 3.2; stroke: #345; }
 svg.dag .edge text { font-size: 11px; fill: #333; paint-order: stroke; stroke: #fff; stroke-width: 3px; }
 .error { color: #c00; white-space: pre-wrap; } .muted { color: #777; } a { color: #06a; }
+.scroll { max-width: 100%; overflow-x: auto; }
+svg.dag g.vertex[data-backpressure="ok"] rect { fill: #e7f5ea; stroke: #3a8a4f; }
+svg.dag g.vertex[data-backpressure="low"] rect { fill: #fff3d1; stroke: #c79a1e; }
+svg.dag g.vertex[data-backpressure="high"] rect { fill: #fbdcdc; stroke: #c0392b; stroke-width: 2; }
+td[data-backpressure="low"] { background: #fff3d1; } td[data-backpressure="high"] { background: #fbdcdc; }
+.charts { display: flex; flex-wrap: wrap; gap: .6em; } .charts img { border: 1px solid #ddd; }
+.exception { border-left: 3px solid #c00; padding: .2em .8em; margin: .5em 0; }
+.exception pre { white-space: pre-wrap; overflow-wrap: anywhere; font-size: 12px; background: #f7f7f7;
+  padding: .5em; margin: .3em 0; }
 """
 
 SCRIPT = """
@@ -56,33 +65,34 @@ async function refreshJob(key) {
   fill(document.getElementById('job'), job);
   for (const v of job.vertices) {
     const row = document.querySelector('tr[data-vertex="' + CSS.escape(v.name) + '"]');
-    if (row) fill(row, v);
+    if (row) {
+      fill(row, v);
+      const bp = row.querySelector('[data-field="backpressure_pct"]');
+      if (bp) bp.dataset.backpressure = v.backpressure_level;
+      const mark = row.querySelector('[data-field="watermark_text"]');
+      if (mark) mark.title = v.watermark === null ? '' : 'watermark ' + v.watermark;
+    }
+    const box = document.querySelector('svg.dag g.vertex[data-vertex="' + CSS.escape(v.name) + '"]');
+    if (box) box.dataset.backpressure = v.backpressure_level;
     const counts = document.querySelector('text[data-counts="' + CSS.escape(v.name) + '"]');
     if (counts) counts.textContent = v.received === null ? '' :
-      'in ' + fmt(v.received) + ' \\u00b7 out ' + fmt(v.emitted);
+      'in ' + fmt(v.received) + ' \u00b7 out ' + fmt(v.emitted);
   }
   for (const [action, allowed] of Object.entries(job.actions)) {
     const button = document.getElementById(action);
     if (button) button.disabled = !allowed;
   }
   document.getElementById('error').textContent = job.error || '';
-  const snaps = document.querySelector('#snapshot-list tbody');
-  if (snaps) {
-    snaps.replaceChildren();
-    for (const s of job.snapshot_list) {
-      const tr = document.createElement('tr');
-      for (const field of ['id', 'created_text', 'duration_ms', 'entries', 'bytes', 'files']) {
-        const td = document.createElement('td');
-        td.textContent = fmt(s[field]);
-        if (field !== 'created_text') td.className = 'num';
-        tr.appendChild(td);
-      }
-      snaps.appendChild(tr);
-    }
-  }
+  refill('#snapshot-list tbody', job.snapshot_list,
+    ['id', 'created_text', 'duration_ms', 'entries', 'bytes', 'files']);
+  if (job.epochs) refill('#epoch-list tbody', job.epochs.list,
+    ['epoch', 'created_text', 'duration_s', 'bytes', 'files']);
+  showExceptions(job.exceptions);
   const links = document.getElementById('spark-links');
-  if (links && links.children.length !== job.spark_links.length) {
+  const newest = job.spark_links.length ? job.spark_links[job.spark_links.length - 1].url : '';
+  if (links && (links.children.length !== job.spark_links.length || links.dataset.newest !== newest)) {
     links.replaceChildren();
+    links.dataset.newest = newest;
     for (const link of job.spark_links) {
       const a = document.createElement('a');
       a.href = link.url;
@@ -105,6 +115,54 @@ async function refreshJob(key) {
       stages.appendChild(tr);
     }
   }
+}
+function refill(selector, rows, fields) {
+  const body = document.querySelector(selector);
+  if (!body) return;
+  body.replaceChildren();
+  for (const r of rows) {
+    const tr = document.createElement('tr');
+    for (const field of fields) {
+      const td = document.createElement('td');
+      td.textContent = fmt(r[field]);
+      if (field !== 'created_text') td.className = 'num';
+      tr.appendChild(td);
+    }
+    body.appendChild(tr);
+  }
+}
+function showExceptions(list) {
+  const box = document.getElementById('exceptions');
+  const seen = JSON.stringify(list.map((e) => [e.time, e.what, e.message]));
+  if (!box || box.dataset.seen === seen) return;  // unchanged: keep open tracebacks open
+  box.dataset.seen = seen;
+  box.replaceChildren();
+  document.getElementById('exception-count').textContent = list.length;
+  for (const e of list) {
+    const entry = document.createElement('div');
+    entry.className = 'exception';
+    const line = document.createElement('p');
+    const what = document.createElement('b');
+    what.textContent = e.what;
+    line.append(e.time_text ? e.time_text + ' ' : '', what, ': ' + e.message);
+    entry.appendChild(line);
+    if (e.traceback) {
+      const details = document.createElement('details');
+      const summary = document.createElement('summary');
+      summary.textContent = 'traceback';
+      const pre = document.createElement('pre');
+      pre.textContent = e.traceback;
+      details.append(summary, pre);
+      entry.appendChild(details);
+    }
+    box.appendChild(entry);
+  }
+}
+function refreshCharts() {
+  for (const img of document.querySelectorAll('img[data-chart]')) {
+    img.src = img.dataset.chart + '?t=' + Date.now();
+  }
+  return Promise.resolve();
 }
 function every(ms, task) {
   const run = () => task().catch(() => {}).finally(() => setTimeout(run, ms));
@@ -182,8 +240,121 @@ def _snapshot_table(snapshots: list[dict[str, Any]]) -> str:
     return f"<table id=snapshot-list><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
 
 
+VERTEX_COLUMNS = (
+    ("parallelism", "lp"),
+    ("received", "received"),
+    ("emitted", "emitted"),
+    ("queued", "queued"),
+    ("rate_in", "in/s"),
+    ("rate_out", "out/s"),
+    ("backpressure_pct", "back-pressured %"),
+    ("watermark_text", "watermark (UTC)"),
+    ("watermark_lag", "lag (s)"),
+    ("custom_text", "processor metrics"),
+)
+EPOCH_COLUMNS = (
+    ("epoch", "epoch"),
+    ("created_text", "committed"),
+    ("duration_s", "duration (s)"),
+    ("bytes", "bytes"),
+    ("files", "files"),
+)
+
+
+def _vertex_row(v: dict[str, Any]) -> str:
+    cells = []
+    for field, _ in VERTEX_COLUMNS:
+        cell = _cell(field, v[field], num=field != "custom_text")
+        if field == "backpressure_pct":
+            cell = cell.replace(
+                "<td", f'<td data-backpressure="{escape(v["backpressure_level"], quote=True)}"', 1
+            )
+        cells.append(cell)
+    return (
+        f'<tr data-vertex="{escape(v["name"], quote=True)}"><td>{escape(v["name"])}</td>{"".join(cells)}</tr>'
+    )
+
+
+def _vertex_table(vertices: list[dict[str, Any]]) -> str:
+    """Per vertex: parallelism, counts, rates, back-pressure, watermark and lag, own counters."""
+    header = "".join(f"<th>{title}</th>" for title in ("vertex", *(t for _, t in VERTEX_COLUMNS)))
+    rows = "".join(_vertex_row(v) for v in vertices)
+    return (
+        f'<div class="scroll"><table id=vertices><thead><tr>{header}</tr></thead><tbody>{rows}</tbody></table></div>'
+        '<p class="muted">Back-pressured: the share of the last second its processors held items that a full '
+        "downstream queue refused (ok below 10 %, high from 50 %; the DAG is coloured so). The watermark "
+        "is shown as a time when it reads as milliseconds since 1970, with its lag behind the clock.</p>"
+    )
+
+
+def _charts(job: dict[str, Any]) -> str:
+    """Items per second in and out of each vertex over the last minutes, and the durations of
+    the last snapshots or epochs: images the script asks for again every few seconds."""
+    key = int(job["key"])
+    images = [
+        f'<img data-chart="/jobs/{key}/charts/throughput/{int(v["index"])}.svg" '
+        f'src="/jobs/{key}/charts/throughput/{int(v["index"])}.svg" width=300 height=110 '
+        f'alt="items per second in and out of {escape(v["name"], quote=True)}">'
+        for v in job["vertices"]
+    ]
+    if job["has_snapshots"]:
+        what = "epoch" if job["epochs"] is not None else "snapshot"
+        images.append(
+            f'<img id=durations-chart data-chart="/jobs/{key}/charts/durations.svg" '
+            f'src="/jobs/{key}/charts/durations.svg" width=300 height=110 alt="{what} durations">'
+        )
+    minutes = f"{job['chart_span_s'] / 60:g}"
+    return f"<h2>over the last {minutes} minutes</h2><div class=charts id=charts>{''.join(images)}</div>"
+
+
+def _exceptions(entries: list[dict[str, Any]]) -> str:
+    """Failures the job went on after, aborted epochs and the failure it ended with, newest first."""
+    items = []
+    for e in entries:
+        trace = (
+            f"<details><summary>traceback</summary><pre>{escape(e['traceback'])}</pre></details>"
+            if e["traceback"]
+            else ""
+        )
+        when = f"{escape(e['time_text'])} " if e["time_text"] else ""
+        items.append(
+            f'<div class="exception"><p>{when}<b>{escape(e["what"])}</b>: {escape(e["message"])}</p>{trace}</div>'
+        )
+    return (
+        f"<h2>exceptions (<span id=exception-count>{len(entries)}</span>)</h2>"
+        f"<div id=exceptions>{''.join(items)}</div>"
+    )
+
+
+def _epochs(epochs: dict[str, Any]) -> str:
+    """A job in epochs: counts, the last abort's cause, the last epoch's duration, the last epochs."""
+    facts = "".join(
+        f'<tr><th>{title}</th><td data-field="epochs.{field}">{escape("" if epochs[field] is None else str(epochs[field]))}</td></tr>'
+        for field, title in (
+            ("committed", "epochs committed"),
+            ("aborted", "epochs aborted"),
+            ("last_duration_s", "last epoch (s)"),
+            ("last_abort", "last abort"),
+        )
+    )
+    head = "".join(f"<th>{title}</th>" for _, title in EPOCH_COLUMNS)
+    rows = "".join(
+        "<tr>"
+        + "".join(_cell(field, e[field], num=field != "created_text") for field, _ in EPOCH_COLUMNS)
+        + "</tr>"
+        for e in epochs["list"]
+    )
+    return (
+        f"<h2>epochs</h2><table id=epoch-facts>{facts}</table>"
+        f"<table id=epoch-list><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+        '<p class="muted">The last epochs the checkpoint store retains; an epoch\'s duration is the time '
+        "between its commit and the one before.</p>"
+    )
+
+
 def job_page(job: dict[str, Any], svg: str, token: str) -> str:
-    """One job: its figures, the DAG, per-vertex metrics, Spark stages and links, and the buttons."""
+    """One job: its figures, the DAG, per-vertex metrics, charts, snapshots or epochs, exceptions,
+    Spark stages and links, and the buttons."""
     key = int(job["key"])
     state = escape(job["state"])
     buttons = "".join(
@@ -201,22 +372,6 @@ def job_page(job: dict[str, Any], svg: str, token: str) -> str:
         f"<tr><th>started</th><td>{escape(job['submitted_text'])}</td></tr>"
         f'<tr><th>duration (s)</th><td data-field="duration">{job["duration"]}</td></tr>'
         "</table>"
-    )
-    header = "".join(
-        f"<th>{h}</th>"
-        for h in ("vertex", "lp", "received", "emitted", "queued", "in/s", "out/s", "watermark")
-    )
-    rows = "".join(
-        f'<tr data-vertex="{escape(v["name"], quote=True)}"><td>{escape(v["name"])}</td>'
-        + _cell("parallelism", v["parallelism"], num=True)
-        + _cell("received", v["received"], num=True)
-        + _cell("emitted", v["emitted"], num=True)
-        + _cell("queued", v["queued"], num=True)
-        + _cell("rate_in", v["rate_in"], num=True)
-        + _cell("rate_out", v["rate_out"], num=True)
-        + _cell("watermark", v["watermark"], num=True)
-        + "</tr>"
-        for v in job["vertices"]
     )
     snapshots = "".join(
         f'<tr><th>{escape(name.replace("_", " "))}</th><td data-field="snapshots.{escape(name)}">'
@@ -239,22 +394,29 @@ def job_page(job: dict[str, Any], svg: str, token: str) -> str:
             "(about every second); exact when it ends. A job in epochs shows its committed epochs'.</p>"
             + spark_ui
             + f"<ul id=spark-links>{links}</ul>"
-            + "<table><thead><tr><th>stage</th><th>name</th><th>tasks done</th><th>active</th>"
-            "<th>failed</th></tr></thead><tbody id=stages></tbody></table>"
+            + '<p class="muted">The newest Spark jobs; earlier ones not listed: '
+            + f'<span data-field="spark_links_left_out">{int(job["spark_links_left_out"])}</span></p>'
+            + '<div class="scroll"><table><thead><tr><th>stage</th><th>name</th><th>tasks done</th><th>active</th>'
+            "<th>failed</th></tr></thead><tbody id=stages></tbody></table></div>"
         )
+    if job["epochs"] is not None:
+        durable = _epochs(job["epochs"])  # each epoch ends in one snapshot: the epochs say it all
+    elif job["has_snapshots"]:
+        durable = f"<h2>snapshots</h2><table>{snapshots}</table>{_snapshot_table(job['snapshot_list'])}"
+    else:
+        durable = ""
     body = (
         f'<p><a href="/">all jobs</a></p><div id=job><h1>job {escape(job["name"])}</h1>{facts}'
         f'<div class="actions">{buttons}</div><p id=error class="error">{escape(job["error"] or "")}</p>'
-        f"<h2>DAG</h2>{svg}<h2>vertices</h2><table id=vertices><thead><tr>{header}</tr></thead>"
-        f"<tbody>{rows}</tbody></table>"
-        + (
-            f"<h2>snapshots</h2><table>{snapshots}</table>{_snapshot_table(job['snapshot_list'])}"
-            if job["has_snapshots"]
-            else ""
-        )
+        f'<h2>DAG</h2><div class="scroll" id=dag>{svg}</div><h2>vertices</h2>{_vertex_table(job["vertices"])}'
+        + _charts(job)
+        + durable
+        + _exceptions(job["exceptions"])
         + spark
         + "</div>"
     )
     return _page(
-        f"jetspark job {job['name']}", body, f"refreshJob({key}); every(1000, () => refreshJob({key}));"
+        f"jetspark job {job['name']}",
+        body,
+        f"refreshJob({key}); every(1000, () => refreshJob({key})); every(5000, refreshCharts);",
     )

@@ -3,9 +3,12 @@
 The registry holds the driver's jobs (every job handle created while it observes, plus any added
 by hand), numbered from 1 in order of submission; pages and API calls name a job by that number
 only. What a page shows comes from the handle itself: `status`, `metrics()` (per vertex items
-received and emitted, and the gauges `queued` and `input_watermark`: the items in its inbound
-queues and the last watermark its processors accepted, the lowest of them), the plan's
-parallelism, the job's last snapshots, and on Spark the stage progress and the Spark UI links.
+received and emitted, milliseconds back-pressured, the processors' own counters, and the gauges
+`queued` and `input_watermark`: the items in its inbound queues and the last watermark its
+processors accepted, the lowest of them), the plan's parallelism, the job's last snapshots or
+epochs, its failures, and on Spark the stage progress and the Spark UI links. Rates, back-pressure
+shares and the charts come from the samples the registry's sampler takes once a second
+(`jetspark.web.history`).
 """
 
 from __future__ import annotations
@@ -17,28 +20,48 @@ from typing import Any
 
 from jetspark.planning.pictures import edge_label
 from jetspark.runners.job import JobHandle, JobStatus, observe_jobs
+from jetspark.web import figures
+from jetspark.web.history import HISTORY_SECONDS, History, Rates, Sampler, processor_counts, read_counters
 
 #: Jobs kept; the oldest ended ones go first.
 MAX_JOBS = 200
-#: A rate is measured over at least this many seconds.
-RATE_WINDOW = 0.5
 
 
 class JobRegistry:
     """Numbered job handles, and the last figures of each (for rates)."""
 
-    def __init__(self, observe: bool = True) -> None:
+    def __init__(self, observe: bool = True, sample: bool = True) -> None:
         self._lock = threading.Lock()
         self._jobs: OrderedDict[int, JobHandle] = OrderedDict()
         self._next = 1
-        self._samples: dict[int, tuple[float, dict[str, dict[str, int]]]] = {}
-        self._rates: dict[int, dict[str, tuple[float, float]]] = {}
+        self._histories: dict[int, History] = {}
+        #: Jobs whose final figures are sampled (they ended and were read once more).
+        self._final: set[int] = set()
         self._unobserve = observe_jobs(self.add) if observe else None
+        self._sampler = Sampler(self.sample) if sample else None
 
     def close(self) -> None:
         if self._unobserve is not None:
             self._unobserve()
             self._unobserve = None
+        if self._sampler is not None:
+            self._sampler.stop()
+            self._sampler = None
+
+    def sample(self) -> None:
+        """Read every running job's counters into its history, and an ended job's once more."""
+        with self._lock:
+            jobs = list(self._jobs.items())
+        for key, job in jobs:
+            if job.status is JobStatus.NOT_STARTED or key in self._final:
+                continue
+            ended = job._finished.is_set()
+            history = self._histories.setdefault(key, History())
+            history.add(time.time(), read_counters(job))
+            if ended:
+                self._final.add(key)
+            else:
+                self._final.discard(key)  # resumed
 
     def add(self, job: JobHandle) -> int:
         """Register `job` (once); returns its number."""
@@ -54,11 +77,17 @@ class JobRegistry:
                 if oldest is None:
                     break
                 del self._jobs[oldest]
+                self._histories.pop(oldest, None)
+                self._final.discard(oldest)
             return key
 
     def get(self, key: int) -> JobHandle | None:
         with self._lock:
             return self._jobs.get(key)
+
+    def history(self, key: int) -> History:
+        with self._lock:
+            return self._histories.get(key) or History()
 
     def numbers(self) -> list[int]:
         with self._lock:
@@ -85,31 +114,42 @@ class JobRegistry:
         }
 
     def details(self, key: int) -> dict[str, Any]:
-        """The job page: the summary, vertices with figures, edges, actions, Spark links."""
+        """The job page: the summary, vertices with figures, edges, actions, snapshots or epochs,
+        failures, Spark stages and links."""
         job = self._jobs[key]
         out = self.summary(key)
         metrics = job.metrics()  # type: ignore[attr-defined]
         out["live"] = not metrics and hasattr(job, "live_metrics")
         if out["live"]:  # a running Spark job: the counts its tasks last reported
             metrics = _call(job, "live_metrics", {})
-        rates = self._update_rates(key, metrics)
         plan = getattr(job, "plan", None)
         dag = getattr(job, "dag", None)
+        names = [vertex.name for vertex in dag] if dag is not None else []
+        rates = self.history(key).rates(processor_counts(job, names))
+        now = time.time()
         vertices = []
-        for vertex in dag if dag is not None else ():
-            figures = metrics.get(vertex.name)
-            planned = plan.vertices.get(vertex.name) if plan is not None else None
-            rate_in, rate_out = rates.get(vertex.name, (0.0, 0.0))
+        for index, name in enumerate(names):
+            found = metrics.get(name)
+            planned = plan.vertices.get(name) if plan is not None else None
+            rate = rates.get(name, Rates(0.0, 0.0, 0.0) if found is not None else None)
+            share = None if rate is None else round(rate.backpressure, 3)
             vertices.append(
                 {
-                    "name": vertex.name,
+                    "name": name,
+                    "index": index,
                     "parallelism": planned.local_parallelism if planned is not None else None,
-                    "received": None if figures is None else figures.get("received", 0),
-                    "emitted": None if figures is None else figures.get("emitted", 0),
-                    "queued": None if figures is None else figures.get("queued"),
-                    "watermark": None if figures is None else figures.get("input_watermark"),
-                    "rate_in": round(rate_in, 1),
-                    "rate_out": round(rate_out, 1),
+                    "received": None if found is None else found.get("received", 0),
+                    "emitted": None if found is None else found.get("emitted", 0),
+                    "queued": None if found is None else found.get("queued"),
+                    **figures.watermark(None if found is None else found.get("input_watermark"), now),
+                    "rate_in": 0.0 if rate is None else round(rate.rate_in, 1),
+                    "rate_out": 0.0 if rate is None else round(rate.rate_out, 1),
+                    "backpressured_ms": None if found is None else found.get("backpressured_ms"),
+                    "backpressure": share,
+                    "backpressure_pct": None if share is None else round(share * 100),
+                    "backpressure_level": figures.backpressure_level(share),
+                    "custom": figures.custom_metrics(found),
+                    "custom_text": ", ".join(f"{k} {v:,}" for k, v in figures.custom_metrics(found).items()),
                 }
             )
         edges = []
@@ -131,32 +171,26 @@ class JobRegistry:
         out["snapshots"] = _snapshots(job)
         out["snapshot_list"] = committed_snapshots(job)
         out["has_snapshots"] = bool(getattr(getattr(job, "config", None), "snapshots_enabled", False))
+        out["epochs"] = figures.epochs(job, out["snapshot_list"])
+        out["exceptions"] = figures.exceptions(job)
+        out["chart_span_s"] = HISTORY_SECONDS
         out["spark_stages"] = _call(job, "spark_stages", [])
         out["spark_ui"] = _call(job, "spark_ui_url", None)
-        out["spark_links"] = [{"label": lbl, "url": url} for lbl, url in _call(job, "spark_ui_links", [])]
+        out["spark_links"], out["spark_links_left_out"] = figures.bounded_links(
+            list(_call(job, "spark_ui_links", []))
+        )
         return out
 
-    def _update_rates(self, key: int, metrics: dict[str, dict[str, int]]) -> dict[str, tuple[float, float]]:
-        """Items per second in and out since the previous sample at least RATE_WINDOW old."""
-        now = time.monotonic()
-        with self._lock:
-            previous = self._samples.get(key)
-            if previous is None:
-                self._samples[key] = (now, metrics)
-                return self._rates.get(key, {})
-            then, before = previous
-            if now - then < RATE_WINDOW:
-                return self._rates.get(key, {})
-            rates = {}
-            for vertex, figures in metrics.items():
-                was = before.get(vertex, {})
-                rates[vertex] = (
-                    max(figures.get("received", 0) - was.get("received", 0), 0) / (now - then),
-                    max(figures.get("emitted", 0) - was.get("emitted", 0), 0) / (now - then),
-                )
-            self._samples[key] = (now, metrics)
-            self._rates[key] = rates
-            return rates
+    def durations(self, key: int) -> tuple[str, list[str], list[float]]:
+        """The chart of the last snapshots' durations (local runner, measured) or the last epochs'
+        (on Spark: the time between consecutive commits), oldest first."""
+        job = self._jobs[key]
+        if hasattr(job, "epochs_committed"):
+            listed = figures.epochs(job, committed_snapshots(job)) or {"list": []}
+            timed = [e for e in reversed(listed["list"]) if e["duration_s"] is not None]
+            return "epoch duration", [f"epoch {e['epoch']}" for e in timed], [e["duration_s"] for e in timed]
+        taken = list(getattr(job, "snapshot_history", ()))[-MAX_SNAPSHOTS:]
+        return "snapshot duration", [f"snapshot {h['id']}" for h in taken], [h["duration"] for h in taken]
 
 
 def actions(job: JobHandle) -> dict[str, bool]:

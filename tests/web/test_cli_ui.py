@@ -137,9 +137,9 @@ def test_a_job_suspended_in_the_browser_waits_there_to_be_resumed(
     assert run.process.poll() is None  # the UI is still up: the page answers
     page.reload()
     wait_for_state(page, "suspended")
-    gate.open()
     page.locator("#resume").click()
-    wait_for_state(page, "completed")
+    wait_for_state(page, "running")  # held at the gate still: the page cannot miss it
+    gate.open()  # now it completes, and the command ends (its UI 5 s later)
     code, out = run.finish(60)
     assert code == 0 and "paused: [(0, 100), (1, 100)" in out and "(9, 100)]" in out, out
 
@@ -215,3 +215,43 @@ def test_submit_with_ui_serves_the_job_run_by_spark_submit(
     assert page.locator('tr[data-vertex="sink"] [data-field="received"]').inner_text() == "10"
     code, out = submit.finish(120)
     assert code == 0 and "submitted: [(0, 100), (1, 100)" in out, out
+
+
+@on_spark
+def test_a_job_in_epochs_on_spark_shows_its_epochs_and_bounds_its_links(
+    page: Any, tmp_path: Path, start: Callable[..., Command]
+) -> None:
+    gate = Gate(tmp_path / "gate", hold_at=300)
+    run = start(
+        "run",
+        "--master",
+        "local[1]",
+        "--quiet",
+        "--ui",
+        "--ui-port",
+        "0",
+        str(JOB),
+        gate.path,
+        "epochs",
+        str(tmp_path / "checkpoints"),  # EXACTLY_ONCE: on Spark, in epochs of 0.1 s
+    )
+    url = run.wait_for_url(240)
+    open_the_job(page, url, "epochs", timeout=200)
+    assert page.locator("#job td", has_text="spark (epochs)").count() == 1
+    committed = '#epoch-facts [data-field="epochs.committed"]'
+    page.wait_for_function(  # more epochs, so more Spark jobs, than the links listed
+        f"() => Number(document.querySelector('{committed}').textContent) >= 12", timeout=200_000
+    )
+    rows = page.locator("#epoch-list tbody tr")
+    assert 2 <= rows.count() <= 10
+    durations = [row.locator("td").nth(2).inner_text() for row in rows.all()]
+    assert all(float(d) > 0 for d in durations[:-1]), durations  # the oldest listed has no predecessor
+    assert page.locator('#epoch-facts [data-field="epochs.last_duration_s"]').inner_text() == durations[0]
+    page.wait_for_function("() => document.querySelectorAll('#spark-links li').length === 10")
+    assert int(page.locator('[data-field="spark_links_left_out"]').inner_text()) >= 2
+    chart = httpx.get(f"{url}jobs/1/charts/durations.svg").text
+    assert "epoch duration" in chart and chart.count('<rect class="bar"') >= 2
+    page.locator("#cancel").click()
+    wait_for_state(page, "cancelled", timeout=120)
+    code, out = run.finish(120)
+    assert code == 1 and "job 'epochs' was cancelled" in out, out

@@ -176,8 +176,8 @@ def test_per_vertex_watermarks_are_the_jobs(server: WebServer, page: Any) -> Non
     assert 0 < watermark <= 4990
     page.goto(server.url)
     page.locator("#jobs a", has_text="timed").click()
-    cell = page.locator('tr[data-vertex="sink"] [data-field="watermark"]')
+    cell = page.locator('tr[data-vertex="sink"] [data-field="watermark_text"]')
     assert int(cell.inner_text().replace(",", "")) == watermark
     source_watermark = job.metrics()["events"].get("input_watermark")  # a source: none comes in
-    shown = page.locator('tr[data-vertex="events"] [data-field="watermark"]').inner_text()
+    shown = page.locator('tr[data-vertex="events"] [data-field="watermark_text"]').inner_text()
     assert shown == ("" if source_watermark is None else f"{source_watermark:,}")

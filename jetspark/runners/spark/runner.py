@@ -314,6 +314,7 @@ class SparkJob(JobHandle):
             if self.restarts >= self.max_restarts:
                 raise _gave_up(error, self.restarts)
             self.restarts += 1
+            self.note_failure(error, f"restart {self.restarts} from the beginning")
             delay = min(self.backoff * 2 ** (self.restarts - 1), 30.0)
             _log.warning(
                 "job %r: %s; restart %d from the beginning in %.1f s", self.name, error, self.restarts, delay
