@@ -4,7 +4,8 @@ The implementation classes live in the submodules and are private: only the fact
 `AggregateOperation` type and the `Chain` builder are public, so the implementations can change
 without breaking anyone. Each factory's docstring is its specification.
 
-- sources: `from_iterable`, `generator_stream`, `directory_stream`
+- sources: `from_iterable`, `generator_stream`, `directory_stream`; PostgreSQL: `postgres_cdc` (a
+  stream of row changes, `pgoutput.Change`), `postgres_table` (a table read in key ranges)
 - transforms: `map`, `filter`, `flat_map`, `fused` (with `Chain`)
 - aggregation: `AggregateOperation`, `counting`, `summing`, `to_list`, `averaging`,
   `accumulate_by_key`, `combine_by_key`, `aggregate_by_key`, `entry_key`, `whole_item`
@@ -39,6 +40,7 @@ from jetspark.processors.ordering import distinct as distinct
 from jetspark.processors.ordering import sort as sort
 from jetspark.processors.ordering import top_n as top_n
 from jetspark.processors.postgres import postgres as postgres
+from jetspark.processors.postgres_cdc import postgres_cdc as postgres_cdc
 from jetspark.processors.sessions import aggregate_to_session_window as aggregate_to_session_window
 from jetspark.processors.sinks import batches as batches
 from jetspark.processors.sinks import collect as collect
@@ -100,6 +102,7 @@ __all__ = [
     "noop",
     "pair",
     "postgres",
+    "postgres_cdc",
     "sort",
     "summing",
     "to_list",

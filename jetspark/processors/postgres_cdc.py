@@ -138,11 +138,10 @@ class _PostgresCdcP(AbstractProcessor):
     def init_processor(self, context: ProcessorContext) -> None:
         import psycopg
 
-        if context.total_parallelism != 1:
+        if context.local_parallelism != 1:
             raise JobFailedError(
                 f"vertex {context.vertex_name!r}: postgres_cdc runs one processor (a slot has one "
-                f"reader), got total parallelism {context.total_parallelism}; leave the vertex's "
-                "local parallelism unset"
+                f"reader), got local parallelism {context.local_parallelism}; leave it unset"
             )
         create_slot(self.dsn, self.slot, self.publication, self.tables)
         self._conn = psycopg.connect(self.dsn, autocommit=True)
