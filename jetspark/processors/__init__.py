@@ -41,6 +41,7 @@ from jetspark.processors.ordering import sort as sort
 from jetspark.processors.ordering import top_n as top_n
 from jetspark.processors.postgres import postgres as postgres
 from jetspark.processors.postgres_cdc import postgres_cdc as postgres_cdc
+from jetspark.processors.postgres_table import postgres_table as postgres_table
 from jetspark.processors.sessions import aggregate_to_session_window as aggregate_to_session_window
 from jetspark.processors.sinks import batches as batches
 from jetspark.processors.sinks import collect as collect
@@ -103,6 +104,7 @@ __all__ = [
     "pair",
     "postgres",
     "postgres_cdc",
+    "postgres_table",
     "sort",
     "summing",
     "to_list",
