@@ -212,7 +212,9 @@ def _cut(dsn: str, spec: _Spec, count: int) -> tuple[Any, ...]:
         return ()
     source, key = spec.source(), spec.key()
     with psycopg.connect(dsn) as conn:
-        row = conn.execute(sql.SQL("SELECT min({k}), max({k}) FROM {s}").format(k=key, s=source), ()).fetchone()
+        row = conn.execute(
+            sql.SQL("SELECT min({k}), max({k}) FROM {s}").format(k=key, s=source), ()
+        ).fetchone()
         low, high = (None, None) if row is None else row
         if low is None:
             return ()  # an empty table: one split
