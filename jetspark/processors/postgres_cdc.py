@@ -117,6 +117,9 @@ class _PostgresCdcP(AbstractProcessor):
         self.max_changes = max_changes
         self.poll = poll_millis / 1000
         self._conn: Any = None
+        #: Kept across reads: pgoutput sends a Relation message before a relation's first change
+        #: of a read (PostgreSQL 15 does so on every read; a server that did not would still work).
+        self._decoder = Decoder(types)
         #: The position: every transaction ending at or below `done` was emitted whole, and the
         #: first `partial_count` changes of the one ending at `partial_lsn`.
         self.done: int | None = None
@@ -232,7 +235,7 @@ class _PostgresCdcP(AbstractProcessor):
         """Peek at the slot; queue the transactions past the position. True if any was new."""
         assert self.done is not None
         rows = self._conn.execute(_PEEK, (self.slot, self._peek_rows, self.publication)).fetchall()
-        decoder = Decoder(self.types)
+        decoder = self._decoder
         skipped = 0
         for (data,) in rows:
             committed = decoder.feed(data)
