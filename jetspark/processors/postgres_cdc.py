@@ -80,15 +80,24 @@ def create_slot(dsn: str, slot: str, publication: str, tables: Sequence[str] | N
         return parse_lsn(row[0])
 
 
-def drop_slot(dsn: str, slot: str) -> None:
-    """Drop the replication slot if it exists (a slot keeps WAL on the server until dropped)."""
+def drop_slot(dsn: str, slot: str, timeout: float = 30) -> None:
+    """Drop the replication slot if it exists (a slot keeps WAL on the server until dropped),
+    waiting up to `timeout` seconds for a reader that is closing (a job just cancelled) to let go."""
     import psycopg
 
+    deadline = time.monotonic() + timeout
     with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(
-            "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s",
-            (slot,),
-        )
+        while True:
+            try:
+                conn.execute(
+                    "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s",
+                    (slot,),
+                )
+                return
+            except psycopg.errors.ObjectInUse:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
 
 
 def _table_name(table: str) -> Any:
