@@ -262,3 +262,27 @@ def test_more_than_one_processor_is_refused_naming_the_vertex(postgres_dsn: str,
     dag.edge(Edge.between(source, dag.new_vertex("sink", P.noop())))
     with pytest.raises(JobFailedError, match="'changes': postgres_cdc runs one processor"):
         LocalRunner(1).run(dag, JobConfig(), timeout=60)
+
+
+def test_a_snapshot_older_than_the_slot_is_refused_naming_the_slot(
+    tmp_path: Path, postgres_dsn: str, names: Names, writer: Writer
+) -> None:
+    """An exported snapshot moves no slot; once a later committed snapshot did, starting a job
+    from the export would skip the changes in between: it fails, naming the slot and both LSNs."""
+    recorder = Recorder()
+    config = durable(tmp_path / "ck")
+    job = LocalRunner(1).submit(recording_dag(postgres_dsn, names, recorder), config)
+    writer.allow(10)
+    wait_until(lambda: len(recorder.seen) >= writer.changes_for(10), "10 steps")
+    job.export_snapshot("early")
+    writer.allow(20)
+    wait_until(lambda: len(recorder.seen) >= writer.changes_for(20), "20 steps")
+    job.suspend()  # its terminal snapshot is committed: the slot moves past the export
+    assert confirmed(postgres_dsn, names.slot) == recorder.seen[-1].lsn
+    late = durable(tmp_path / "ck", name="from-early")
+    late.initial_snapshot_name = "early"
+    started = LocalRunner(1).submit(recording_dag(postgres_dsn, names, Recorder()), late)
+    with pytest.raises(
+        JobFailedError, match=f"replication slot '{names.slot}' confirmed .* past the restored"
+    ):
+        started.join(60)
