@@ -87,6 +87,16 @@ def assert_exactly_once(dsn: str, names: Names, writer: Writer) -> None:
     assert in_order == writer.changes, "the sink's changes, in WAL order, are not the writer's"
 
 
+def suspend_once_all_in(job: Any, dsn: str, names: Names, changes: int) -> None:
+    """Wait until the sink table holds `changes` rows (committed at snapshots), then suspend."""
+    try:
+        wait_until(lambda: sink_count(dsn, names.sink) >= changes, f"{changes} changes in the sink", 120)
+        job.suspend()
+    finally:
+        if job.status is JobStatus.RUNNING:
+            job.cancel()
+
+
 class Recorder:
     """A map step that keeps every change it sees, for tests in this process."""
 
@@ -201,12 +211,7 @@ def test_a_change_stream_reaches_postgres_exactly_once_across_a_failure_and_a_re
     writer.allow(400)  # written while no job runs
     writer.wait_written(400)
     again = LocalRunner(1).submit(cdc_dag(dsn, names.slot, names.publication, names.sink), config)
-    try:
-        wait_until(lambda: sink_count(dsn, names.sink) >= writer.changes_for(400), "all 400 steps", 120)
-        again.suspend()
-    finally:
-        if again.status is JobStatus.RUNNING:
-            again.cancel()
+    suspend_once_all_in(again, dsn, names, writer.changes_for(400))
     assert_exactly_once(dsn, names, writer)
     assert len(writer.changes) == writer.changes_for(400)
 
@@ -236,21 +241,16 @@ def test_a_change_stream_reaches_postgres_exactly_once_after_the_driver_is_kille
             "100",
             120,
         )
-        writer.allow(300)
-        writer.wait_written(200)  # the stream is running when the driver dies
+        writer.wait_written(150)  # steps 100-149 were written while the job ran
         assert driver.poll() is None, "the driver ended before it was killed"
         assert committed_id(root / "cdc") >= 1
     finally:
         os.kill(driver.pid, signal.SIGKILL)
         driver.wait()
+    writer.allow(300)  # and these while no driver runs
     writer.wait_written(300)
     job = LocalRunner(2).submit(cdc_dag(dsn, names.slot, names.publication, names.sink), durable(root))
-    try:
-        wait_until(lambda: sink_count(dsn, names.sink) >= writer.changes_for(300), "all 300 steps", 120)
-        job.suspend()
-    finally:
-        if job.status is JobStatus.RUNNING:
-            job.cancel()
+    suspend_once_all_in(job, dsn, names, writer.changes_for(300))
     assert_exactly_once(dsn, names, writer)
 
 

@@ -57,28 +57,24 @@ def test_changes_reach_postgres_exactly_once_across_a_failed_epoch(
     )
     dag = cdc_dag(postgres_dsn, slot, publication, sink, failing_at_row(150, marker))
     job = SparkRunner(spark, restart_backoff=0.05).submit(dag, config)
+
+    def wait_for_steps(steps: int) -> None:
+        wait_until(
+            lambda: (
+                sink_count(postgres_dsn, sink) >= writer.changes_for(steps)
+                or job.status is not JobStatus.RUNNING
+            ),
+            f"the first {steps} steps in the sink",
+            timeout=180,
+        )
+        assert job.status is JobStatus.RUNNING, job.error
+
     try:
         writer.allow(100)
-        wait_until(
-            lambda: (
-                sink_count(postgres_dsn, sink) >= writer.changes_for(100)
-                or job.status is not JobStatus.RUNNING
-            ),
-            "the first 100 steps in the sink",
-            timeout=180,
-        )
-        assert job.status is JobStatus.RUNNING, job.error
+        wait_for_steps(100)
         assert not marker.exists()
         writer.allow(300)  # past the failing row, while the job runs
-        wait_until(
-            lambda: (
-                sink_count(postgres_dsn, sink) >= writer.changes_for(300)
-                or job.status is not JobStatus.RUNNING
-            ),
-            "all 300 steps in the sink",
-            timeout=180,
-        )
-        assert job.status is JobStatus.RUNNING, job.error
+        wait_for_steps(300)
         job.suspend()
     finally:
         if job.status is JobStatus.RUNNING:
