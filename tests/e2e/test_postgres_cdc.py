@@ -1,7 +1,8 @@
 """`postgres_cdc` against the real PostgreSQL server of the test session (`wal_level=logical`), on
 the local runner: changes arrive whole and in commit order; the slot moves only when a snapshot
 is committed; a change stream written while the job fails, is suspended and resubmitted, or its
-driver is killed, reaches a `postgres` sink table exactly once."""
+driver is killed, reaches a `postgres` sink table exactly once; a transaction cut by a snapshot
+resumes after its last emitted change; a snapshot older than the slot is refused."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from jetspark.core.errors import JobFailedError
 from jetspark.processors.pgoutput import Change, parse_lsn
 from jetspark.processors.postgres_cdc import drop_slot, postgres_cdc
 from jetspark.runners.local import JobStatus, LocalRunner
-from tests.e2e.cdc_jobs import Writer, cdc_dag, prepare_tables, sink_count, sink_rows
+from tests.e2e.cdc_jobs import SINK_INSERT, Writer, cdc_dag, change_row, prepare_tables, sink_count, sink_rows
 from tests.e2e.test_checkpoints import committed_id
 from tests.gates import Gate, ask_to_suspend, gated_pass
 from tests.waiting import wait_until
@@ -286,3 +287,43 @@ def test_a_snapshot_older_than_the_slot_is_refused_naming_the_slot(
         JobFailedError, match=f"replication slot '{names.slot}' confirmed .* past the restored"
     ):
         started.join(60)
+
+
+def test_a_transaction_cut_by_a_snapshot_resumes_after_its_last_emitted_change(
+    tmp_path: Path, postgres_dsn: str, names: Names
+) -> None:
+    """A transaction of 10,000 changes is far more than the outbox and queues hold: the gate stops
+    the stream after 3,000, back-pressure stops the source inside the transaction, and the job is
+    suspended there. Its snapshot holds the transaction's LSN and how many of its changes went out;
+    resumed, the source emits the rest, and the sink has each change once."""
+    import psycopg
+
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute(f"INSERT INTO {names.source} SELECT i, i FROM generate_series(0, 9999) i")
+    gate = Gate(tmp_path / "gate", hold_at=3000)
+    dag = DAG()
+    changes = dag.new_vertex("changes", postgres_cdc(postgres_dsn, names.slot, names.publication))
+    held = dag.new_vertex("held", gated_pass(gate), local_parallelism=1)
+    rows = dag.new_vertex("rows", P.map(change_row))
+    sink = dag.new_vertex("sink", P.postgres(postgres_dsn, SINK_INSERT.format(sink=names.sink)))
+    dag.edge(Edge.between(changes, held))
+    dag.edge(Edge.between(held, rows))
+    dag.edge(Edge.between(rows, sink))
+    config = durable(tmp_path / "ck")
+    config.snapshot_interval_millis = 600_000  # only the terminal snapshot
+    job = LocalRunner(1).submit(dag, config)
+    wait_until(lambda: job.metrics()["held"]["emitted"] >= 3000, "3000 changes past the gate")
+    ask_to_suspend(job)
+    gate.open()
+    wait_until(lambda: job.status is not JobStatus.RUNNING, "the suspension", timeout=60)
+    assert job.status is JobStatus.SUSPENDED, job.error
+    assert job.last_snapshot is not None
+    ((_, (done, partial_lsn, partial_count)),) = job.last_snapshot.entries("changes")
+    assert partial_lsn > done and 3000 <= partial_count < 10_000, "not suspended inside the transaction"
+    assert sink_count(postgres_dsn, names.sink) == partial_count
+    job.resume()
+    wait_until(lambda: job.metrics()["sink"]["received"] >= 10_000, "the rest of the transaction")
+    job.suspend()  # commits the sink's transaction of the rest
+    rows_written = sink_rows(postgres_dsn, names.sink)
+    assert sorted((seq, row_id) for _, seq, _, row_id, _ in rows_written) == [(i, i) for i in range(10_000)]
+    assert {lsn for lsn, *_ in rows_written} == {partial_lsn}
