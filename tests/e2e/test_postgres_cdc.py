@@ -22,9 +22,18 @@ import pytest
 
 from jetspark import DAG, Edge
 from jetspark import processors as P
+from jetspark.checkpoint.startpoints import (
+    Oldest,
+    SourcePartition,
+    Specific,
+    Startpoint,
+    StartpointStore,
+    Timestamp,
+    Upcoming,
+)
 from jetspark.core import JobConfig, ProcessingGuarantee, RestartableError
 from jetspark.core.errors import JobFailedError
-from jetspark.processors.pgoutput import Change, parse_lsn
+from jetspark.processors.pgoutput import Change, Decoder, parse_lsn
 from jetspark.processors.postgres_cdc import drop_slot, postgres_cdc
 from jetspark.runners.local import JobStatus, LocalRunner
 from tests.e2e.cdc_jobs import SINK_INSERT, Writer, cdc_dag, change_row, prepare_tables, sink_count, sink_rows
@@ -327,3 +336,62 @@ def test_a_transaction_cut_by_a_snapshot_resumes_after_its_last_emitted_change(
     rows_written = sink_rows(postgres_dsn, names.sink)
     assert sorted((seq, row_id) for _, seq, _, row_id, _ in rows_written) == [(i, i) for i in range(10_000)]
     assert {lsn for lsn, *_ in rows_written} == {partial_lsn}
+
+
+def transactions_in_slot(dsn: str, names: Names) -> list[tuple[int, float]]:
+    """(end LSN, commit time in ms) of each transaction the slot holds, read as the source reads."""
+    import psycopg
+
+    decoder, found = Decoder(), []
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for (data,) in conn.execute(
+            "SELECT data FROM pg_logical_slot_peek_binary_changes(%s, NULL, NULL, 'proto_version', '1', "
+            "'publication_names', %s)",
+            (names.slot, names.publication),
+        ):
+            committed = decoder.feed(data)
+            if committed is not None:
+                found.append((committed.end_lsn, committed.commit_time.timestamp() * 1000))
+    return found
+
+
+@pytest.mark.parametrize("kind", ["oldest", "specific", "timestamp", "upcoming"])
+def test_a_startpoint_starts_the_slot_where_it_says(
+    tmp_path: Path, postgres_dsn: str, names: Names, writer: Writer, kind: str
+) -> None:
+    """Ten steps wait in the slot when the job starts; the startpoint picks where it begins."""
+    writer.allow(10)
+    writer.wait_written(10)
+    held = transactions_in_slot(postgres_dsn, names)
+    assert len(held) == 10
+    startpoint: Startpoint
+    if kind == "oldest":
+        startpoint, first_step = Oldest(), 0
+    elif kind == "specific":
+        startpoint, first_step = Specific(held[3][0]), 4  # after step 3's transaction
+    elif kind == "timestamp":
+        at = held[6][1]
+        startpoint = Timestamp(int(at))
+        first_step = next(step for step, (_, millis) in enumerate(held) if millis >= int(at))
+    else:
+        startpoint, first_step = Upcoming(), 10
+    config = durable(tmp_path / "ck")
+    StartpointStore(str(tmp_path / "ck"), "cdc").write(SourcePartition("changes", names.slot), startpoint)
+    recorder = Recorder()
+    job = LocalRunner(1).submit(recording_dag(postgres_dsn, names, recorder), config)
+    try:
+        # the source resolves its startpoint before its first snapshot: then two more steps
+        wait_until(lambda: job.snapshot_count >= 1 or job.status is not JobStatus.RUNNING, "a snapshot")
+        writer.allow(12)
+        expected = writer.changes_for(12) - writer.changes_for(first_step)
+        wait_until(
+            lambda: len(recorder.seen) >= expected or job.status is not JobStatus.RUNNING,
+            f"{expected} changes",
+        )
+        assert job.status is JobStatus.RUNNING, job.error
+        job.suspend()
+    finally:
+        if job.status is JobStatus.RUNNING:
+            job.cancel()
+    ids = [(c.after or c.before or {})["id"] for c in recorder.seen]
+    assert ids == [str(row_id) for _, row_id, _ in writer.changes[writer.changes_for(first_step) :]]
