@@ -13,7 +13,11 @@ snapshot that was committed: in `snapshot_commit_finish(True)`, and on restore, 
 snapshot is committed (in epochs on Spark phase 2 never reaches the processor: the restore in the
 next epoch advances instead). So a change is never lost (the slot keeps everything after the last
 committed snapshot), and with a transactional sink never duplicated in the committed output.
-Without a processing guarantee the slot moves as soon as a batch went out.
+Without a processing guarantee the slot moves as soon as a batch went out. Startpoints
+(`jetspark.checkpoint.startpoints`; the split is the slot's name, the offset an LSN) override the
+restored position once, at start: `Oldest` the slot's confirmed position, `Upcoming` the server's
+current WAL position, `Specific(lsn)` that LSN, `Timestamp(ms)` after the last transaction the
+slot holds that committed before the time.
 
 A slot has one reader: the vertex runs one processor, on member 0 (distribute its changes with a
 partitioned edge downstream, by table or key). The shape is the one a Kafka source would take: a
