@@ -4,7 +4,8 @@ The implementation classes live in the submodules and are private: only the fact
 `AggregateOperation` type and the `Chain` builder are public, so the implementations can change
 without breaking anyone. Each factory's docstring is its specification.
 
-- sources: `from_iterable`, `generator_stream`, `directory_stream`
+- sources: `from_iterable`, `generator_stream`, `directory_stream`; PostgreSQL: `postgres_cdc` (a
+  stream of row changes, `pgoutput.Change`), `postgres_table` (a table read in key ranges)
 - file sources: `read_text`, `read_jsonl`, `read_csv`, `read_parquet`; bad records: `BadRecord`,
   `BAD_RECORDS_METRIC` (`errors=` "fail", "skip" or "dead_letter"); formats for
   `directory_stream`: `text_format`, `jsonl_format`, `csv_format`, `parquet_format`
@@ -56,6 +57,8 @@ from jetspark.processors.ordering import distinct as distinct
 from jetspark.processors.ordering import sort as sort
 from jetspark.processors.ordering import top_n as top_n
 from jetspark.processors.postgres import postgres as postgres
+from jetspark.processors.postgres_cdc import postgres_cdc as postgres_cdc
+from jetspark.processors.postgres_table import postgres_table as postgres_table
 from jetspark.processors.sessions import aggregate_to_session_window as aggregate_to_session_window
 from jetspark.processors.sinks import batches as batches
 from jetspark.processors.sinks import collect as collect
@@ -123,6 +126,8 @@ __all__ = [
     "pair",
     "parquet_format",
     "postgres",
+    "postgres_cdc",
+    "postgres_table",
     "print",
     "read_csv",
     "read_jsonl",

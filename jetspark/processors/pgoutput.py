@@ -171,10 +171,11 @@ class _Transaction:
 
 
 class Committed(NamedTuple):
-    """What a Commit message completes: the transaction's end LSN and its changes."""
+    """What a Commit message completes: the transaction's end LSN, commit time and changes."""
 
     end_lsn: int
     changes: list[Change]
+    commit_time: datetime.datetime
 
 
 class Decoder:
@@ -240,7 +241,7 @@ class Decoder:
             Change(op, relation.schema, relation.table, before, after, end_lsn, seq, commit_time, txn.xid)
             for seq, (op, relation, before, after) in enumerate(txn.pending)
         ]
-        return Committed(end_lsn, changes)
+        return Committed(end_lsn, changes, commit_time)
 
     def _add(
         self, op: str, relation: Relation, before: dict[str, Any] | None, after: dict[str, Any] | None

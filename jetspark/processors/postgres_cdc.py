@@ -13,7 +13,11 @@ snapshot that was committed: in `snapshot_commit_finish(True)`, and on restore, 
 snapshot is committed (in epochs on Spark phase 2 never reaches the processor: the restore in the
 next epoch advances instead). So a change is never lost (the slot keeps everything after the last
 committed snapshot), and with a transactional sink never duplicated in the committed output.
-Without a processing guarantee the slot moves as soon as a batch went out.
+Without a processing guarantee the slot moves as soon as a batch went out. Startpoints
+(`jetspark.checkpoint.startpoints`; the split is the slot's name, the offset an LSN) override the
+restored position once, at start: `Oldest` the slot's confirmed position, `Upcoming` the server's
+current WAL position, `Specific(lsn)` that LSN, `Timestamp(ms)` after the last transaction the
+slot holds that committed before the time.
 
 A slot has one reader: the vertex runs one processor, on member 0 (distribute its changes with a
 partitioned edge downstream, by table or key). The shape is the one a Kafka source would take: a
@@ -28,15 +32,19 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jetspark.core.abstract_processor import AbstractProcessor
-from jetspark.core.context import ProcessorContext
+from jetspark.core.context import STARTPOINTS_ATTRIBUTE, ProcessorContext
 from jetspark.core.errors import JobFailedError
 from jetspark.core.inbox import Inbox
 from jetspark.core.suppliers import MemberSuppliers, ProcessorMetaSupplier, ProcessorSupplier
 from jetspark.core.watermark import BroadcastKey, Watermark
 from jetspark.processors.pgoutput import Decoder, format_lsn, parse_lsn
+
+if TYPE_CHECKING:  # fsspec is needed only by jobs that keep snapshots
+    from jetspark.checkpoint.startpoint_source import SourceStartpoints
+    from jetspark.checkpoint.startpoints import Startpoint
 
 _PEEK = (
     "SELECT data FROM pg_logical_slot_peek_binary_changes(%s, NULL, %s, "
@@ -80,15 +88,24 @@ def create_slot(dsn: str, slot: str, publication: str, tables: Sequence[str] | N
         return parse_lsn(row[0])
 
 
-def drop_slot(dsn: str, slot: str) -> None:
-    """Drop the replication slot if it exists (a slot keeps WAL on the server until dropped)."""
+def drop_slot(dsn: str, slot: str, timeout: float = 30) -> None:
+    """Drop the replication slot if it exists (a slot keeps WAL on the server until dropped),
+    waiting up to `timeout` seconds for a reader that is closing (a job just cancelled) to let go."""
     import psycopg
 
+    deadline = time.monotonic() + timeout
     with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(
-            "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s",
-            (slot,),
-        )
+        while True:
+            try:
+                conn.execute(
+                    "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s",
+                    (slot,),
+                )
+                return
+            except psycopg.errors.ObjectInUse:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
 
 
 def _table_name(table: str) -> Any:
@@ -117,6 +134,9 @@ class _PostgresCdcP(AbstractProcessor):
         self.max_changes = max_changes
         self.poll = poll_millis / 1000
         self._conn: Any = None
+        #: Kept across reads: pgoutput sends a Relation message before a relation's first change
+        #: of a read (PostgreSQL 15 does so on every read; a server that did not would still work).
+        self._decoder = Decoder(types)
         #: The position: every transaction ending at or below `done` was emitted whole, and the
         #: first `partial_count` changes of the one ending at `partial_lsn`.
         self.done: int | None = None
@@ -131,6 +151,8 @@ class _PostgresCdcP(AbstractProcessor):
         self._advanced = 0
         self._restored: tuple[int, int, int] | None = None
         self.emitted = 0
+        self._started = False
+        self._startpoints: SourceStartpoints | None = None
 
     def is_cooperative(self) -> bool:
         return False  # database round trips block
@@ -138,11 +160,10 @@ class _PostgresCdcP(AbstractProcessor):
     def init_processor(self, context: ProcessorContext) -> None:
         import psycopg
 
-        if context.total_parallelism != 1:
+        if context.local_parallelism != 1:
             raise JobFailedError(
                 f"vertex {context.vertex_name!r}: postgres_cdc runs one processor (a slot has one "
-                f"reader), got total parallelism {context.total_parallelism}; leave the vertex's "
-                "local parallelism unset"
+                f"reader), got local parallelism {context.local_parallelism}; leave it unset"
             )
         create_slot(self.dsn, self.slot, self.publication, self.tables)
         self._conn = psycopg.connect(self.dsn, autocommit=True)
@@ -158,9 +179,59 @@ class _PostgresCdcP(AbstractProcessor):
         return parse_lsn(row[0])
 
     def _start(self) -> None:
-        """Once, before the first read or save: start at the slot's confirmed position."""
-        self.done = self._confirmed()
-        self._advanced = self.done
+        """Once, after the restore and before the first read or save: start at the restored
+        position, else at the slot's confirmed one; a startpoint overrides either."""
+        self._started = True
+        if self.done is None:
+            self.done = self._advanced = self._confirmed()
+        if STARTPOINTS_ATTRIBUTE not in self.context.attributes:
+            return
+        from jetspark.checkpoint.startpoint_source import SourceStartpoints
+
+        self._startpoints = SourceStartpoints(
+            self.context.attributes, self.context.vertex_name, self.context.global_processor_index
+        )
+        overrides = self._startpoints.start({self.slot: self.done}, self._resolve)
+        if self.slot in overrides:
+            self.done = overrides[self.slot]
+            self.partial_lsn = self.partial_count = 0
+
+    def _resolve(self, split: str, startpoint: Startpoint) -> int:
+        """The position a startpoint starts the slot at (docs/cdc.md, "Startpoints")."""
+        from jetspark.checkpoint.startpoints import Oldest, Specific, Timestamp
+
+        confirmed = self._confirmed()
+        if isinstance(startpoint, Oldest):
+            return confirmed
+        if isinstance(startpoint, Specific):
+            if startpoint.offset < confirmed:
+                raise JobFailedError(
+                    f"vertex {self.context.vertex_name!r}: Specific startpoint {format_lsn(startpoint.offset)} "
+                    f"is before replication slot {self.slot!r}'s confirmed {format_lsn(confirmed)}: "
+                    "the changes there are gone from the slot"
+                )
+            return startpoint.offset
+        if isinstance(startpoint, Timestamp):
+            return self._before_time(startpoint.timestamp, confirmed)
+        row = self._conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()  # Upcoming
+        return parse_lsn(row[0])
+
+    def _before_time(self, timestamp_millis: int, confirmed: int) -> int:
+        """The end of the last transaction the slot holds that committed before the time (the
+        slot's confirmed position if none did): a scan of everything the slot holds."""
+        position = confirmed
+        decoder = Decoder()
+        # a server-side cursor (it needs a transaction): the rows stream, however many there are
+        with self._conn.transaction(), self._conn.cursor(name="jetspark_cdc_scan") as cursor:
+            cursor.execute(_PEEK, (self.slot, None, self.publication))
+            for (data,) in cursor:
+                committed = decoder.feed(data)
+                if committed is None:
+                    continue
+                if committed.commit_time.timestamp() * 1000 >= timestamp_millis:
+                    break
+                position = committed.end_lsn
+        return position
 
     def restore_from_snapshot(self, inbox: Inbox) -> None:
         for _key, value in inbox:
@@ -184,7 +255,7 @@ class _PostgresCdcP(AbstractProcessor):
         return True
 
     def save_to_snapshot(self) -> bool:
-        if self.done is None:
+        if not self._started:
             self._start()
         assert self.done is not None
         if not self.try_emit_to_snapshot(
@@ -192,6 +263,8 @@ class _PostgresCdcP(AbstractProcessor):
         ):
             return False
         self._saved = self.done
+        if self._startpoints is not None:
+            self._startpoints.saved({self.slot: self.done})
         return True
 
     def snapshot_commit_prepare(self) -> bool:
@@ -202,6 +275,8 @@ class _PostgresCdcP(AbstractProcessor):
         if success and self._prepared is not None:
             self._advance(self._prepared)
             self._prepared = None
+            if self._startpoints is not None:
+                self._startpoints.committed()
         return True
 
     def _advance(self, lsn: int) -> None:
@@ -216,7 +291,7 @@ class _PostgresCdcP(AbstractProcessor):
         return True
 
     def complete(self) -> bool:
-        if self.done is None:
+        if not self._started:
             self._start()
         if self._pending and not self._flush():
             return False
@@ -233,13 +308,13 @@ class _PostgresCdcP(AbstractProcessor):
         """Peek at the slot; queue the transactions past the position. True if any was new."""
         assert self.done is not None
         rows = self._conn.execute(_PEEK, (self.slot, self._peek_rows, self.publication)).fetchall()
-        decoder = Decoder(self.types)
+        decoder = self._decoder
         skipped = 0
         for (data,) in rows:
             committed = decoder.feed(data)
             if committed is None:
                 continue
-            end, changes = committed
+            end, changes, _ = committed
             if end <= self.done:
                 skipped += 1
                 continue
@@ -281,6 +356,19 @@ class _PostgresCdcP(AbstractProcessor):
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+
+
+class _CdcSupplier(ProcessorSupplier):
+    """Makes the one processor; tells the startpoint fan-out that it reads the slot (the split)."""
+
+    def __init__(self, factory: Callable[[], _PostgresCdcP]) -> None:
+        self.factory = factory
+
+    def get(self, count: int) -> list[_PostgresCdcP]:
+        return [self.factory() for _ in range(count)]
+
+    def split_partition(self, split: str, partition_count: int) -> int:
+        return 0  # owned by member 0's first processor, the one that runs
 
 
 class _FirstMemberOnly(ProcessorMetaSupplier):
@@ -333,4 +421,4 @@ def postgres_cdc(
         max_changes,
         poll_millis,
     )
-    return _FirstMemberOnly(ProcessorSupplier.of(factory))
+    return _FirstMemberOnly(_CdcSupplier(factory))
