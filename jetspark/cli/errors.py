@@ -6,6 +6,7 @@ full traceback as Python would."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 import sysconfig
 import traceback
@@ -87,6 +88,30 @@ def _is_users(filename: str, job_file: str | None) -> bool:
     return not resolved.startswith(_NOT_USERS)
 
 
+_REMOTE_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<name>.+)$')
+
+
+def remote_users_frame(error: BaseException, job_file: str | None = None) -> str | None:
+    """Where the user's code raised inside a Spark task: the innermost user frame of the task's
+    traceback that a `JobFailedError` carries (`remote_traceback`), as `file:line in name: code`."""
+    for link in _chain(error):
+        text = getattr(link, "remote_traceback", None)
+        if not isinstance(text, str):
+            continue
+        lines = text.splitlines()
+        found: str | None = None
+        for index, line in enumerate(lines):
+            match = _REMOTE_FRAME.match(line)
+            if match is None or not _is_users(match["file"], job_file):
+                continue
+            following = lines[index + 1].strip() if index + 1 < len(lines) else ""
+            code = "" if not following or _REMOTE_FRAME.match(lines[index + 1]) else f": {following}"
+            found = f"{match['file']}:{match['line']} in {match['name']}{code}"
+        if found is not None:
+            return found
+    return None
+
+
 def report(error: BaseException, job_file: str | None = None, verbose: bool = False) -> None:
     """Print `error` to standard error: short by default (see the module docstring)."""
     if verbose:
@@ -96,6 +121,9 @@ def report(error: BaseException, job_file: str | None = None, verbose: bool = Fa
     causes = [c for c in _chain(error)[1:] if describe(c) and describe(c).split(": ", 1)[-1] not in lines[0]]
     if causes:
         lines.append(f"  caused by {describe(causes[-1])}")
+    remote = remote_users_frame(error, job_file)
+    if remote is not None:
+        lines.append(f"  in a Spark task, at {remote}")
     frame = users_frame(error, job_file)
     if frame is not None:
         code = f": {frame.line.strip()}" if frame.line else ""

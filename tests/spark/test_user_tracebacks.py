@@ -45,7 +45,10 @@ def _assert_names_the_users_line(log: str) -> None:
 
 @pytest.mark.timeout(300)
 def test_jetspark_run_shows_the_users_file_and_line() -> None:
-    _assert_names_the_users_line(_started([str(BIN / "jetspark"), "run", "--master", "local[1]", str(JOB)]))
+    log = _started([str(BIN / "jetspark"), "run", "--master", "local[1]", str(JOB)])
+    _assert_names_the_users_line(log)
+    # the command's own short report names the line in the task too, not only Spark's log
+    assert f"  in a Spark task, at {JOB}:{_line_of(RAISE)} in check: {RAISE}" in log, log[-3000:]
 
 
 @pytest.mark.timeout(300)

@@ -161,3 +161,27 @@ def test_a_bad_master_from_the_environment_is_refused_before_a_session_starts(
     from pyspark import SparkContext
 
     assert SparkContext._active_spark_context is None
+
+
+def test_a_task_failure_names_the_users_line_in_the_task(capsys: pytest.CaptureFixture[str]) -> None:
+    """A JobFailedError from Spark carries the task's traceback as text: the report shows the
+    innermost frame of the user's code in it, with its source line, before the driver's frame."""
+    from jetspark.cli.errors import remote_users_frame, report
+    from jetspark.core.errors import JobFailedError
+
+    error = JobFailedError("vertex 'check' processor #0 failed: ValueError: item 7 is bad")
+    jetspark_file = str(Path(__file__).resolve().parents[3] / "jetspark" / "engine" / "tasklet.py")
+    error.remote_traceback = (  # type: ignore[attr-defined]
+        "Traceback (most recent call last):\n"
+        f'  File "{jetspark_file}", line 243, in _process_inbox\n'
+        "    self.processor.process(stream.ordinal, inbox)\n"
+        '  File "<jetspark generated run(check) 054c9726>", line 3, in run\n'
+        "    item = _step0(item)\n"
+        '  File "/home/me/jobs/failing_job.py", line 15, in check\n'
+        '    raise ValueError("item 7 is bad")\n'
+        "ValueError: item 7 is bad\n"
+    )
+    expected = '/home/me/jobs/failing_job.py:15 in check: raise ValueError("item 7 is bad")'
+    assert remote_users_frame(error) == expected
+    report(error)
+    assert f"  in a Spark task, at {expected}" in capsys.readouterr().err.splitlines()
