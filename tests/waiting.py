@@ -6,8 +6,9 @@ import time
 from collections.abc import Callable
 
 
-def wait_until(condition: Callable[[], object], what: str = "condition", timeout: float = 30) -> None:
-    """Poll `condition` every 2 ms until it is true; fail naming `what` after `timeout` seconds."""
+def wait_until(condition: Callable[[], object], what: str = "condition", timeout: float = 120) -> None:
+    """Poll `condition` every 2 ms until it is true; fail naming `what` after `timeout` seconds
+    (generous by default: a busy 2-core CI machine runs a job ten or more times slower)."""
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:

@@ -67,7 +67,7 @@ def store_of(root: Path) -> StartpointStore:
 def stop(job: LocalJob) -> None:
     job.cancel()
     with pytest.raises(JobCancelledError):
-        job.join(30)
+        job.join(120)
 
 
 def started(root: Path, *splits: str) -> Callable[[], bool]:
@@ -249,4 +249,4 @@ def test_a_startpoint_the_source_cannot_honour_fails_the_job_naming_it(
     dag.edge(Edge.between(lines, dag.new_vertex("sink", P.collect())))
     job = LocalRunner(1).submit(dag, config(tmp_path))
     with pytest.raises(JobFailedError, match=error):
-        job.join(30)
+        job.join(120)

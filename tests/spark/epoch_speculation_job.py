@@ -2,6 +2,11 @@
 with speculation on, where one task of one epoch is slow once, so Spark launches a speculative
 copy of it on the other worker.
 
+No timing decides whether Spark speculates: the slow task does not go on by itself after a few
+seconds (which a loaded machine could make look normal) but waits until Spark kills it, which it
+does once the speculative copy has finished first. After 120 s it goes on anyway, so that a Spark
+that never speculates fails the test's assertions instead of hanging it.
+
 Argument: JSON `{"master", "conf", "work"}`. Prints one JSON line: whether the files hold every
 row once, the epochs committed and aborted, and the last abort's reason.
 """
@@ -27,13 +32,16 @@ cloudpickle.register_pickle_by_value(streaming)
 COUNT = 6000
 
 
-def slow_once(marker: str) -> object:
-    """Item 2501 (member 1's source) sleeps 4 s, once: its task runs far longer than the other."""
+def slow_once(marker: str, release: str) -> object:
+    """Item 2501 (member 1's source), once: its task waits for Spark to kill it (or for `release`,
+    or 120 s), so it runs far longer than the other task of its stage."""
 
     def step(seq: int) -> int:
         if seq == 2501 and not os.path.exists(marker):
             open(marker, "w").close()
-            time.sleep(4)
+            deadline = time.monotonic() + 120
+            while not os.path.exists(release) and time.monotonic() < deadline:
+                time.sleep(0.01)
         return seq
 
     return step
@@ -52,9 +60,13 @@ def main() -> None:
         checkpoint_root=f"{work}/ck",
         member_count=2,
     )
-    dag = streaming.streaming_dag(out, COUNT, rate=2000, step=slow_once(f"{work}/slow-once"))
+    release = f"{work}/release"
+    dag = streaming.streaming_dag(out, COUNT, rate=2000, step=slow_once(f"{work}/slow-once", release))
     job = SparkRunner(spark, restart_backoff=0.2).submit(dag, config)
-    job.join(240)
+    try:
+        job.join(300)
+    finally:
+        open(release, "w").close()  # nothing waits any more, whatever happened
     print(json.dumps({**epoch_report(job, out, COUNT), "slowed": os.path.exists(f"{work}/slow-once")}))
     spark.stop()
 

@@ -255,14 +255,14 @@ def test_a_speculative_copy_that_loses_leaves_exact_output(speculated: dict[str,
     assert committed_problems(spec["output"], EXPECTED) == []
 
 
-@pytest.mark.timeout(420)
+@pytest.mark.timeout(540)
 def test_a_speculative_copy_in_an_epoch_aborts_it_and_the_output_stays_exact(
     standalone: str, tmp_path: Path
 ) -> None:
     spec = {"master": standalone, "conf": SPECULATION, "work": str(tmp_path)}
     script = Path(__file__).with_name("epoch_speculation_job.py")
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
-    report = run_driver_script(script, json.dumps(spec), timeout=380, env=env)
+    report = run_driver_script(script, json.dumps(spec), timeout=480, env=env)
     assert report["slowed"], report
     # Spark speculated: a copy refuses to run a task again, or a consumer sees the input of a producer
     # whose task was stopped or retried; which of them aborts the last epoch depends on timing
