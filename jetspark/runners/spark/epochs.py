@@ -220,6 +220,8 @@ class EpochJob(SparkJob):
             if outcome is not None:
                 cause = EpochAbortedError(f"job {self.name!r}: {outcome.abort}")
                 why = str(outcome.abort)
+                if outcome.damaged is not None:
+                    cause.__cause__ = CorruptSnapshotError(*outcome.damaged)
             if _not_restartable(cause):
                 raise cause
             damage = _corruption(cause)
