@@ -166,10 +166,15 @@ class EpochJob(SparkJob):
         with self._lock:
             self.error = error
             self.status = final
-        if final is JobStatus.COMPLETED:  # the record stays, marked completed; the snapshots go
-            self.store.finish(self.record.finished())
-        elif final is JobStatus.CANCELLED:
-            self.store.discard()
+        try:
+            if final is JobStatus.COMPLETED:  # the record stays, marked completed; the snapshots go
+                self.store.finish(self.record.finished())
+            elif final is JobStatus.CANCELLED:
+                self.store.discard()
+        except OSError:  # the job's outcome stands; a submit finds the snapshots or the record
+            _log.exception(
+                "job %r: tidying its checkpoint directory %s failed", self.name, self.store.job_dir
+            )
         if final is not JobStatus.SUSPENDED:
             self._close_meta_suppliers(error)
         self._finished.set()
@@ -224,6 +229,8 @@ class EpochJob(SparkJob):
             if outcome is not None:
                 cause = EpochAbortedError(f"job {self.name!r}: {outcome.abort}")
                 why = str(outcome.abort)
+                if outcome.damaged is not None:
+                    cause.__cause__ = CorruptSnapshotError(*outcome.damaged)
             if _not_restartable(cause):
                 raise cause
             damage = _corruption(cause)
@@ -235,6 +242,7 @@ class EpochJob(SparkJob):
             self.last_abort = why
             self.abort_causes.append({"epoch": epoch, "time": time.time(), "cause": why})
             if restarts > self.max_restarts:
+                _log.warning("job %r: epoch %d aborted: %s; no restart left", self.name, epoch, why)
                 raise self._give_up(epoch, cause)
             delay = min(self.backoff * 2 ** (restarts - 1), 30.0)
             _log.warning(

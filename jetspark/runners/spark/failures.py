@@ -138,8 +138,8 @@ _LOST = re.compile(r"Lost task (\d+)\.(\d+) in stage (\d+)\.(\d+) \(TID \d+\) \(
 
 def describe_failure(error: BaseException) -> str:
     """One line that says why a Spark job failed: the task's exception type and message (or that
-    its Python worker died, or its executor was lost), with the Spark stage, task (= member in an
-    epoch) and attempt when Spark names them. For logs and the job's abort causes: Spark's own
+    its Python worker died, or its executor was lost), with the Spark stage, task (partition) and
+    attempt when Spark names them. For logs and the job's abort causes: Spark's own
     message starts with `An error occurred while calling ...` and says nothing."""
     text = _text_of(error)
     decoded = decode_failure(error)

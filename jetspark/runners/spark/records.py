@@ -94,6 +94,8 @@ class EpochAbortRecord(NamedTuple):
     source_stage: int
     member: int
     reason: str
+    #: (path, problem) of a damaged snapshot file the task found while restoring, else None.
+    damaged: tuple[str, str] | None = None
 
 
 class SnapshotFilesRecord(NamedTuple):
@@ -129,6 +131,8 @@ class DriverReports:
         #: Why the epoch must not commit, from the earliest stage that said so; None if nothing did.
         self.abort: str | None = None
         self._abort_stage = 0
+        #: A damaged snapshot file a task found while restoring: (path, problem).
+        self.damaged: tuple[str, str] | None = None
 
     @classmethod
     def of(cls, records: Iterable[Record], vertices: Iterable[str]) -> DriverReports:
@@ -154,9 +158,11 @@ class DriverReports:
         elif kind is SnapshotFilesRecord:
             self.snapshot_files.extend(record.files)
             self.completed.update((vertex, int(index)) for vertex, index in record.completed)
-        elif kind is EpochAbortRecord and (self.abort is None or record.source_stage < self._abort_stage):
-            # the earliest stage's reason is the cause; later stages only saw their input cut
-            self.abort, self._abort_stage = record.reason, record.source_stage
+        elif kind is EpochAbortRecord:
+            self.damaged = self.damaged or record.damaged
+            if self.abort is None or record.source_stage < self._abort_stage:
+                # the earliest stage's reason is the cause; later stages only saw their input cut
+                self.abort, self._abort_stage = record.reason, record.source_stage
 
 
 def addressed_to(stage: int, record: Record) -> bool:

@@ -176,8 +176,17 @@ def run_stage_task(
         if startpoints is not None:
             attributes[STARTPOINTS_ATTRIBUTE] = startpoints
         processor_count = sum(plan.vertices[v].local_parallelism for v in stage.vertices)
+        from jetspark.checkpoint.entries import CorruptSnapshotError  # epochs only: batch needs no fsspec
+
         try:
             restore = epoch.restore_data()
+        except CorruptSnapshotError as damage:  # reported, not raised: a Spark retry cannot help
+            reason = f"epoch {epoch.spec.epoch}: stage {stage_index} member {member} cannot restore: {damage}"
+            yield (
+                member,
+                EpochAbortRecord(carrier, stage_index, member, reason, (damage.path, damage.problem)),
+            )
+            return
         except Exception as failure:
             raise encode_failure(failure, None, None) from failure
         execution = MemberExecution(
