@@ -15,7 +15,6 @@ from pathlib import Path
 
 import cloudpickle
 
-from jetspark.checkpoint.store import check_name
 from jetspark.core.config import JobConfig
 from jetspark.core.dag import DAG
 from jetspark.core.errors import DagValidationError
@@ -43,6 +42,8 @@ def _check_guarantee_needs(config: JobConfig) -> None:
             f"job with processing guarantee {guarantee}: set JobConfig.name; the job's snapshots are kept "
             "under its name, and it resumes from them when submitted again"
         )
+    from jetspark.checkpoint.store import check_name  # here: executors import this module without fsspec
+
     try:
         check_name("job", config.name)
     except ValueError as error:
