@@ -1,9 +1,12 @@
 """`postgres_cdc`: a replayable stream of a PostgreSQL database's committed row changes.
 
 Logical decoding through SQL, with nothing to install on the server: a logical replication slot of
-the built-in `pgoutput` plugin, and a publication naming the tables. The source reads the slot with
-`pg_logical_slot_peek_binary_changes` (peek: reading moves nothing) and decodes the messages with
-`pgoutput.Decoder`, which hands out a transaction's changes only once its Commit was read.
+the built-in `pgoutput` plugin, and a publication naming the tables. The source never consumes the
+slot itself: when it starts (after a restore, and in every epoch on Spark) it makes a temporary copy
+of it (`pg_copy_logical_replication_slot(slot, reader, true)`, at the slot's confirmed position; it
+goes away with the session) and reads the copy with `pg_logical_slot_get_binary_changes`, which
+consumes what it returns, so no change is decoded twice while the processor lives. The messages are
+decoded by `pgoutput.Decoder`, which hands out a transaction's changes only once its Commit was read.
 
 Offsets. The source's position is the end LSN of the last transaction it emitted whole, plus how
 many changes of the next one it emitted (a transaction larger than the outbox's room may straddle a
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +50,10 @@ if TYPE_CHECKING:  # fsspec is needed only by jobs that keep snapshots
     from jetspark.checkpoint.startpoint_source import SourceStartpoints
     from jetspark.checkpoint.startpoints import Startpoint
 
+_GET = (
+    "SELECT data FROM pg_logical_slot_get_binary_changes(%s, NULL, %s, "
+    "'proto_version', '1', 'publication_names', %s)"
+)
 _PEEK = (
     "SELECT data FROM pg_logical_slot_peek_binary_changes(%s, NULL, %s, "
     "'proto_version', '1', 'publication_names', %s)"
@@ -144,7 +152,8 @@ class _PostgresCdcP(AbstractProcessor):
         self.partial_count = 0
         #: Transactions read and not emitted whole yet: [end lsn, changes, how many went out].
         self._pending: list[list[Any]] = []
-        self._peek_rows = max_changes
+        #: The temporary copy of the slot that this processor reads (module docstring).
+        self._reader: str | None = None
         self._next_poll = 0.0
         self._saved: int | None = None
         self._prepared: int | None = None
@@ -305,26 +314,30 @@ class _PostgresCdcP(AbstractProcessor):
         return False  # a stream: it never completes
 
     def _read(self) -> bool:
-        """Peek at the slot; queue the transactions past the position. True if any was new."""
+        """Take the next transactions from the reader slot; queue those past the position. True
+        if any was new (or there may be more)."""
         assert self.done is not None
-        rows = self._conn.execute(_PEEK, (self.slot, self._peek_rows, self.publication)).fetchall()
+        if self._reader is None:
+            self._reader = self._copy_reader()
+        rows = self._conn.execute(_GET, (self._reader, self.max_changes, self.publication)).fetchall()
         decoder = self._decoder
-        skipped = 0
         for (data,) in rows:
             committed = decoder.feed(data)
             if committed is None:
                 continue
             end, changes, _ = committed
             if end <= self.done:
-                skipped += 1
-                continue
+                continue  # emitted before the restore (the reader starts at the slot's position)
             first = self.partial_count if end == self.partial_lsn else 0
             self._pending.append([end, changes, first])
-        if not self._pending and rows and len(rows) >= self._peek_rows:
-            self._peek_rows *= 2  # a full batch of transactions emitted before: look further
-            return True
-        self._peek_rows = self.max_changes + (len(rows) if skipped else 0)
-        return bool(self._pending)
+        return bool(self._pending) or len(rows) >= self.max_changes
+
+    def _copy_reader(self) -> str:
+        """A temporary copy of the slot, at its confirmed position, that this connection reads
+        and consumes (it goes with the session): the slot itself moves only at commits."""
+        reader = f"jetspark_reader_{uuid.uuid4().hex[:16]}"
+        self._conn.execute("SELECT pg_copy_logical_replication_slot(%s, %s, true)", (self.slot, reader))
+        return reader
 
     def _flush(self) -> bool:
         """Emit the queued transactions in order, a room-full at a time; the position follows

@@ -6,6 +6,7 @@ resumes after its last emitted change; a snapshot older than the slot is refused
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -31,7 +32,7 @@ from jetspark.checkpoint.startpoints import (
     Timestamp,
     Upcoming,
 )
-from jetspark.core import JobConfig, ProcessingGuarantee, RestartableError
+from jetspark.core import JobCancelledError, JobConfig, ProcessingGuarantee, RestartableError
 from jetspark.core.errors import JobFailedError
 from jetspark.processors.pgoutput import Change, Decoder, parse_lsn
 from jetspark.processors.postgres_cdc import drop_slot, postgres_cdc
@@ -78,6 +79,17 @@ def confirmed(dsn: str, slot: str) -> int:
         ).fetchone()
     assert row is not None, f"slot {slot} is gone"
     return parse_lsn(row[0])
+
+
+def reader_slots(dsn: str) -> list[str]:
+    """The temporary copies of slots that sources read (they go with their connection)."""
+    import psycopg
+
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            "SELECT slot_name FROM pg_replication_slots WHERE slot_name LIKE 'jetspark\\_reader\\_%'"
+        ).fetchall()
+    return [row[0] for row in rows]
 
 
 def durable(root: Path, name: str = "cdc") -> JobConfig:
@@ -155,6 +167,8 @@ def test_changes_arrive_whole_in_commit_order_and_the_slot_follows_without_a_gua
         wait_until(lambda: confirmed(postgres_dsn, names.slot) == seen[-1].lsn, "the slot to advance")
     finally:
         job.cancel()
+        with contextlib.suppress(JobCancelledError):
+            job.join(60)  # its processors closed: their connections let go of the slots
 
 
 def test_the_slot_advances_only_when_a_snapshot_covering_it_is_committed(
@@ -171,6 +185,7 @@ def test_the_slot_advances_only_when_a_snapshot_covering_it_is_committed(
         wait_until(
             lambda: job.metrics()["changes"]["emitted"] >= writer.changes_for(30), "the source to read"
         )
+        assert len(reader_slots(postgres_dsn)) == 1, "the source reads a temporary copy of the slot"
         ask_to_suspend(job)  # its terminal snapshot waits behind the gate too
         # snapshots may have completed before the first change; none after it can (the gate)
         assert confirmed(postgres_dsn, names.slot) == start, (
@@ -180,6 +195,7 @@ def test_the_slot_advances_only_when_a_snapshot_covering_it_is_committed(
         wait_until(lambda: job.status is not JobStatus.RUNNING, "the suspension", timeout=60)
         assert job.status is JobStatus.SUSPENDED
         assert confirmed(postgres_dsn, names.slot) == recorder.seen[-1].lsn
+        assert reader_slots(postgres_dsn) == [], "the temporary copy of the slot outlived the job"
     finally:
         gate.open()
         if job.status is JobStatus.RUNNING:

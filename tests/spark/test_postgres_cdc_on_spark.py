@@ -1,5 +1,6 @@
 """PostgreSQL -> jetspark on Spark -> PostgreSQL, exactly once: `postgres_cdc` in epochs, a change
-stream written while an epoch fails and the job restarts from its last committed snapshot."""
+stream written while an epoch fails and the job restarts from its last committed snapshot; and
+`postgres_table` read in key ranges by the tasks of a batch job."""
 
 from __future__ import annotations
 
@@ -85,3 +86,27 @@ def test_changes_reach_postgres_exactly_once_across_a_failed_epoch(
     rows = sink_rows(postgres_dsn, sink)
     assert len({(lsn, seq) for lsn, seq, *_ in rows}) == len(rows), "a change was written twice"
     assert [tuple(row[2:]) for row in sorted(rows)] == writer.changes
+
+
+def test_a_table_is_read_in_key_ranges_by_every_task(spark: Any, postgres_dsn: str) -> None:
+    import psycopg
+
+    from jetspark import DAG, Edge
+    from jetspark import processors as P
+
+    table = f"tab_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE TABLE {table} (id int PRIMARY KEY, v text)")
+        conn.execute(f"INSERT INTO {table} SELECT i, 'v' || i FROM generate_series(1, 5000) i")
+    try:
+        dag = DAG()
+        rows = dag.new_vertex("rows", P.postgres_table(postgres_dsn, table, "id", splits=4, fetch_size=700))
+        ids = dag.new_vertex("ids", P.map(lambda row: row["id"]))
+        dag.edge(Edge.between(rows, ids))
+        dag.edge(Edge.between(ids, dag.new_vertex("sink", P.collect())))
+        job = SparkRunner(spark).run(dag, JobConfig(member_count=2))
+        assert sorted(job.result("sink")) == list(range(1, 5001))
+        assert job.metrics()["rows"]["emitted"] == 5000
+    finally:
+        with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+            conn.execute(f"DROP TABLE {table}")
