@@ -15,6 +15,7 @@ import pytest
 from jetspark import _command
 from jetspark.api import run
 from jetspark.core import DAG, JobConfig, ProcessingGuarantee
+from jetspark.runners.job import JobStatus
 from jetspark.runners.spark import session
 from tests.waiting import wait_until
 
@@ -38,6 +39,7 @@ def test_an_interrupt_in_the_job_file_is_one_line_and_exit_130(tmp_path: Path) -
 class Job:
     def __init__(self) -> None:
         self.name = "counts"
+        self.status = JobStatus.RUNNING
         self.calls: list[str] = []
 
     def join(self, timeout: Any = None) -> None:

@@ -42,11 +42,14 @@ def run_example(name: str, code: str, **names: Any) -> str:
 
 
 @pytest.mark.parametrize("name", [name for name in NAMES if name not in NO_EXAMPLE])
+def test_every_processor_has_an_example(name: str) -> None:
+    assert examples(getattr(P, name)), f"jetspark.processors.{name}: its docstring has no ```pycon example"
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if n not in NO_EXAMPLE and n not in NEEDS_A_SERVER])
 def test_the_example_runs_and_prints_what_it_shows(name: str) -> None:
+    """(The examples that need a server run in tests/e2e/test_reference_servers.py, which starts it.)"""
     found = examples(getattr(P, name))
-    assert found, f"jetspark.processors.{name}: its docstring has no ```pycon example"
-    if name in NEEDS_A_SERVER:
-        pytest.skip("runs in tests/e2e/test_reference_servers.py, which starts the server")
     for code in found:
         assert ">>>" in code, f"{name}: an example without a >>> line shows no output"
         assert run_example(name, code) == ""

@@ -5,6 +5,9 @@ NotADirectoryError after 90 s, and a missing one a clear error after 50 s)."""
 from __future__ import annotations
 
 import os
+import re
+import shutil
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -56,20 +59,62 @@ def test_a_checkpoint_root_under_a_file_is_refused(tmp_path: Path) -> None:
         check_checkpoint_paths(JobConfig(checkpoint_root=root))
 
 
-@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root may write anywhere")
-def test_a_checkpoint_root_that_cannot_be_written_is_refused(tmp_path: Path) -> None:
-    locked = tmp_path / "locked"
+NOBODY = 65534
+
+
+def refusal_for_this_user(config: JobConfig) -> str | None:
+    """What `check_checkpoint_paths(config)` says to an ordinary user: in this process, or, when
+    the tests run as root (who may write anywhere, as in CI), in a forked child that became the
+    user `nobody` first. None when it accepts the config."""
+
+    def check() -> str | None:
+        try:
+            check_checkpoint_paths(config)
+        except DagValidationError as error:
+            return str(error)
+        return None
+
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return check()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: drop to nobody, check, send the answer, exit at once
+        try:
+            os.close(read)
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            answer = check()
+            os.write(write, b"accepted" if answer is None else answer.encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        text = pipe.read().decode()
+    os.waitpid(pid, 0)
+    assert text, "the child checked nothing"
+    return None if text == "accepted" else text
+
+
+def test_a_checkpoint_root_that_cannot_be_written_is_refused() -> None:
+    base = Path(tempfile.mkdtemp(prefix="jetspark-preflight-"))  # /tmp: nobody may pass through
+    base.chmod(0o755)
+    locked = base / "locked"
     locked.mkdir()
-    locked.chmod(0o500)
+    locked.chmod(0o555)
     try:
-        with pytest.raises(
-            DagValidationError, match=r"startpoints_directory .*: cannot be created: this user"
-        ):
-            check_checkpoint_paths(JobConfig(startpoints_directory=str(locked / "sp")))
-        with pytest.raises(DagValidationError, match="is a directory this user cannot write to"):
-            check_checkpoint_paths(JobConfig(checkpoint_root=str(locked)))
+        startpoints = refusal_for_this_user(JobConfig(startpoints_directory=str(locked / "sp")))
+        assert startpoints is not None and re.search(
+            r"startpoints_directory .*: cannot be created: this user", startpoints
+        )
+        root = refusal_for_this_user(JobConfig(checkpoint_root=str(locked)))
+        assert root is not None and "is a directory this user cannot write to" in root, root
+        assert refusal_for_this_user(JobConfig(checkpoint_root=str(base / "free"))) is not None  # base: 755
+        base.chmod(0o777)
+        assert refusal_for_this_user(JobConfig(checkpoint_root=str(base / "free"))) is None
     finally:
         locked.chmod(0o700)
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_a_directory_that_can_be_made_and_remote_urls_pass(tmp_path: Path) -> None:
