@@ -185,6 +185,25 @@ def read_text(
     record (`errors`: "fail", "skip" or "dead_letter", see `processors.bad_records`). Offsets are
     saved in snapshots. The files are listed when this is called; they must not change while the
     job runs, and every Spark executor must see them (a shared file system).
+
+    ```pycon
+    >>> import os, tempfile
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.testing import run_dag
+    >>> folder = tempfile.mkdtemp()
+    >>> with open(os.path.join(folder, "poem.txt"), "w") as file:
+    ...     _ = file.write("to be\\nor not\\nto be\\n")
+    >>> dag = DAG()
+    >>> lines = dag.new_vertex("lines", P.read_text(folder))
+    >>> _ = dag.edge(Edge.between(lines, dag.new_vertex("sink", P.collect())))
+    >>> sorted(run_dag(dag).result("sink"))
+    ['or not', 'to be', 'to be']
+    ```
+
+    :param path: a file, a glob or a directory (read with its subdirectories).
+    :param errors: what a line that is not UTF-8 does: "fail" (the default), "skip" or
+        "dead_letter" (a `BadRecord` on outbound ordinal 1).
+    :param split_bytes: the largest byte range one processor reads as a unit.
     """
     return _line_source("read_text", path, TextFormat(), errors, split_bytes)
 
@@ -194,7 +213,31 @@ def read_jsonl(
 ) -> ProcessorSupplier:
     """A bounded source of the JSON values of JSON Lines files (one value per line; blank lines
     are skipped); `path`, splits and snapshots as `read_text`. A line that is not UTF-8 or not
-    JSON is a bad record, handled by `errors`."""
+    JSON is a bad record, handled by `errors`: here "skip" drops it and counts it in the vertex's
+    `bad_records` metric.
+
+    ```pycon
+    >>> import os, tempfile
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.testing import run_dag
+    >>> folder = tempfile.mkdtemp()
+    >>> with open(os.path.join(folder, "events.jsonl"), "w") as file:
+    ...     _ = file.write('{"id": 1, "tag": "a"}\\nnot json\\n\\n{"id": 2, "tag": "b"}\\n')
+    >>> dag = DAG()
+    >>> events = dag.new_vertex("events", P.read_jsonl(folder, errors="skip"))
+    >>> _ = dag.edge(Edge.between(events, dag.new_vertex("sink", P.collect())))
+    >>> job = run_dag(dag)
+    >>> sorted(job.result("sink"), key=lambda event: event["id"])
+    [{'id': 1, 'tag': 'a'}, {'id': 2, 'tag': 'b'}]
+    >>> job.metrics()["events"][P.BAD_RECORDS_METRIC]
+    1
+    ```
+
+    :param path: a file, a glob or a directory (read with its subdirectories).
+    :param errors: what a bad line does: "fail" (the default), "skip" or "dead_letter" (a
+        `BadRecord` on outbound ordinal 1).
+    :param split_bytes: the largest byte range one processor reads as a unit.
+    """
     return _line_source("read_jsonl", path, JsonlFormat(), errors, split_bytes)
 
 
@@ -215,6 +258,29 @@ def read_csv(
     conversion such as `int` or `float`; an empty field becomes None. A row with another number
     of fields than the header, a value a conversion refuses, or a line that is not UTF-8 is a bad
     record, handled by `errors`. Blank lines are skipped. A quoted field must not hold a newline.
+
+    ```pycon
+    >>> import os, tempfile
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.testing import run_dag
+    >>> folder = tempfile.mkdtemp()
+    >>> with open(os.path.join(folder, "scores.csv"), "w") as file:
+    ...     _ = file.write("name,score\\nada,3\\nbob,\\n")
+    >>> dag = DAG()
+    >>> rows = dag.new_vertex("rows", P.read_csv(folder, types={"score": int}))
+    >>> _ = dag.edge(Edge.between(rows, dag.new_vertex("sink", P.collect())))
+    >>> sorted(run_dag(dag).result("sink"), key=lambda row: row["name"])
+    [{'name': 'ada', 'score': 3}, {'name': 'bob', 'score': None}]
+    ```
+
+    :param path: a file, a glob or a directory (read with its subdirectories).
+    :param header: whether the first line of each file is a header (the column names).
+    :param columns: the column names, instead of the header's.
+    :param types: conversions by column name or index (`int`, `float`, any `str -> value`).
+    :param delimiter: the field separator.
+    :param errors: what a bad row does: "fail" (the default), "skip" or "dead_letter" (a
+        `BadRecord` on outbound ordinal 1).
+    :param split_bytes: the largest byte range one processor reads as a unit.
     """
     line_format = CsvFormat(header, columns, types, delimiter)
     return _line_source("read_csv", path, line_format, errors, split_bytes)
@@ -227,6 +293,24 @@ def read_parquet(path: str, columns: Sequence[str] | None = None) -> ProcessorSu
     Each row group is a split, dealt to the processors of the vertex; the rows read of a row group
     are saved in snapshots. `path` as `read_text`. An unknown column is refused here, naming it
     and the file.
+
+    ```pycon
+    >>> import os, tempfile
+    >>> import pyarrow as pa, pyarrow.parquet as pq
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.testing import run_dag
+    >>> folder = tempfile.mkdtemp()
+    >>> table = pa.table({"city": ["Oslo", "Rome"], "temp": [4.5, 17.0], "rain": [True, False]})
+    >>> pq.write_table(table, os.path.join(folder, "weather.parquet"))
+    >>> dag = DAG()
+    >>> rows = dag.new_vertex("rows", P.read_parquet(folder, columns=["city", "temp"]))
+    >>> _ = dag.edge(Edge.between(rows, dag.new_vertex("sink", P.collect())))
+    >>> sorted(run_dag(dag).result("sink"), key=lambda row: row["city"])
+    [{'city': 'Oslo', 'temp': 4.5}, {'city': 'Rome', 'temp': 17.0}]
+    ```
+
+    :param path: a file, a glob or a directory (read with its subdirectories).
+    :param columns: the columns to read (all by default).
     """
     import pyarrow.parquet as pq
 
