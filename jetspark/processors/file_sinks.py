@@ -168,6 +168,36 @@ def write_jsonl(
     readers should skip names starting with a dot. Without a processing guarantee, files are
     committed every `max_transaction_items` items and at the end. The directory must be reachable
     from every Spark executor and written by one job only.
+
+    ```pycon
+    >>> import datetime, os, tempfile
+    >>> from pathlib import Path
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.testing import run_dag
+    >>> folder = tempfile.mkdtemp()
+    >>> sales = [
+    ...     {"day": "mon", "n": 1, "at": datetime.date(2024, 5, 6)},
+    ...     {"day": "tue", "n": 2, "at": datetime.date(2024, 5, 7)},
+    ...     {"day": "mon", "n": 3, "at": datetime.date(2024, 5, 6)},
+    ... ]
+    >>> dag = DAG()
+    >>> source = dag.new_vertex("sales", P.from_iterable(sales))
+    >>> sink = P.write_jsonl(folder, partition_by="day", default=str)  # str: the dates
+    >>> _ = dag.edge(Edge.between(source, dag.new_vertex("files", sink)))
+    >>> _ = run_dag(dag)
+    >>> sorted(os.listdir(folder))
+    ['day=mon', 'day=tue']
+    >>> parts = Path(folder, "day=mon").glob("*.jsonl")
+    >>> sorted(line for part in parts for line in part.read_text().splitlines())
+    ['{"n": 1, "at": "2024-05-06"}', '{"n": 3, "at": "2024-05-06"}']
+    ```
+
+    :param directory: where the files go (created if missing).
+    :param partition_by: a key of the items (dicts) whose value names each item's directory,
+        `<partition_by>=<value>`; the key is left out of the written record.
+    :param default: converts a value `json` cannot write (such as `str` for dates).
+    :param max_transaction_items: without a processing guarantee, files are committed every this
+        many items.
     """
     return _sink(directory, jsonl_output(default), partition_by, max_transaction_items)
 
@@ -183,7 +213,32 @@ def write_csv(
     """Write each item as a CSV row to `...part-<processor>-<seq>.csv` (layout, commit and
     guarantees as `write_jsonl`). Items are dicts, written in the order of `columns` (by default
     the first item's keys; a missing key is an empty field), or sequences; each file starts with
-    a header line when `header` and the columns are known."""
+    a header line when `header` and the columns are known.
+
+    ```pycon
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.testing import run_dag
+    >>> folder = tempfile.mkdtemp()
+    >>> dag = DAG()
+    >>> scores = dag.new_vertex("scores", P.from_iterable([{"name": "ada", "score": 3, "team": "x"}]))
+    >>> sink = P.write_csv(folder, columns=["score", "name"], delimiter=";")
+    >>> _ = dag.edge(Edge.between(scores, dag.new_vertex("files", sink)))
+    >>> _ = run_dag(dag)
+    >>> [part.read_text() for part in Path(folder).glob("*.csv")]
+    ['score;name\\n3;ada\\n']
+    ```
+
+    :param directory: where the files go (created if missing).
+    :param columns: the columns written, in this order (by default the first item's keys).
+    :param header: whether each file starts with a line of the column names.
+    :param delimiter: the field separator.
+    :param partition_by: a key of the items whose value names each item's directory,
+        `<partition_by>=<value>`; the column is left out of the rows.
+    :param max_transaction_items: without a processing guarantee, files are committed every this
+        many items.
+    """
     if columns is not None and partition_by is not None:
         columns = [name for name in columns if name != partition_by]  # it is in the directory's name
     return _sink(directory, csv_output(columns, header, delimiter), partition_by, max_transaction_items)
@@ -199,5 +254,33 @@ def write_parquet(
     """Write items (dicts) as rows of Parquet files `...part-<processor>-<seq>.parquet`, with
     pyarrow (layout, commit and guarantees as `write_jsonl`). Each transaction is one file per
     partition directory, its schema the `pyarrow.Schema` given or inferred from its first batch;
-    each batch the sink receives becomes one or more row groups."""
+    each batch the sink receives becomes one or more row groups.
+
+    ```pycon
+    >>> import tempfile
+    >>> import pyarrow.parquet as pq
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.testing import run_dag
+    >>> folder = tempfile.mkdtemp()
+    >>> readings = [{"city": "Oslo", "temp": 4.5}, {"city": "Rome", "temp": 17.0}]
+    >>> readings.append({"city": "Oslo", "temp": 6.0})
+    >>> dag = DAG()
+    >>> source = dag.new_vertex("readings", P.from_iterable(readings))
+    >>> sink = P.write_parquet(folder, partition_by="city", compression="zstd")
+    >>> _ = dag.edge(Edge.between(source, dag.new_vertex("files", sink)))
+    >>> _ = run_dag(dag)
+    >>> rows = pq.read_table(folder).to_pylist()  # pyarrow reads the city from the directories
+    >>> sorted((row["city"], row["temp"]) for row in rows)
+    [('Oslo', 4.5), ('Oslo', 6.0), ('Rome', 17.0)]
+    ```
+
+    :param directory: where the files go (created if missing).
+    :param partition_by: a key of the items whose value names each item's directory,
+        `<partition_by>=<value>`; the column is left out of the rows.
+    :param schema: the `pyarrow.Schema` of the rows (by default inferred from each file's first
+        batch).
+    :param compression: the Parquet codec ("snappy", "zstd", "gzip", "none", ...).
+    :param max_transaction_items: without a processing guarantee, files are committed every this
+        many items.
+    """
     return _sink(directory, parquet_output(schema, compression), partition_by, max_transaction_items)
