@@ -184,12 +184,56 @@ FileFormat = LineFormat | ParquetFormat
 
 
 def text_format() -> TextFormat:
-    """Lines as `str` (UTF-8, without their newline; a trailing carriage return is dropped)."""
+    """Lines as `str` (UTF-8, without their newline; a trailing carriage return is dropped), for
+    `directory_stream(format=...)` (its default, also named "text").
+
+    ```pycon
+    >>> import os, tempfile, time
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.runners.local import LocalRunner
+    >>> folder = tempfile.mkdtemp()
+    >>> with open(os.path.join(folder, "app.log"), "wb") as log:
+    ...     _ = log.write(b"started\\r\\nready\\n")
+    >>> dag = DAG()
+    >>> format = P.text_format()
+    >>> records = dag.new_vertex("lines", P.directory_stream(folder, poll_millis=10, format=format))
+    >>> _ = dag.edge(Edge.between(records, dag.new_vertex("sink", P.collect())))
+    >>> job = LocalRunner().submit(dag)  # never completes: wait for the records, then cancel
+    >>> deadline = time.monotonic() + 60
+    >>> while len(job.result("sink")) < 2 and time.monotonic() < deadline:
+    ...     time.sleep(0.01)
+    >>> job.cancel()
+    >>> job.result("sink")
+    ['started', 'ready']
+    ```
+    """
     return TextFormat()
 
 
 def jsonl_format() -> JsonlFormat:
-    """JSON Lines: the JSON value of each non-blank line."""
+    """JSON Lines: the JSON value of each non-blank line, for `directory_stream(format=...)` (also
+    named "jsonl"). A line that is not JSON is a bad record, handled by the source's `errors`.
+
+    ```pycon
+    >>> import os, tempfile, time
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.runners.local import LocalRunner
+    >>> folder = tempfile.mkdtemp()
+    >>> with open(os.path.join(folder, "events.jsonl"), "w") as file:
+    ...     _ = file.write('{"id": 1}\\n\\n[2, 3]\\n')
+    >>> dag = DAG()
+    >>> format = P.jsonl_format()
+    >>> records = dag.new_vertex("events", P.directory_stream(folder, poll_millis=10, format=format))
+    >>> _ = dag.edge(Edge.between(records, dag.new_vertex("sink", P.collect())))
+    >>> job = LocalRunner().submit(dag)  # never completes: wait for the records, then cancel
+    >>> deadline = time.monotonic() + 60
+    >>> while len(job.result("sink")) < 2 and time.monotonic() < deadline:
+    ...     time.sleep(0.01)
+    >>> job.cancel()
+    >>> job.result("sink")
+    [{'id': 1}, [2, 3]]
+    ```
+    """
     return JsonlFormat()
 
 
@@ -200,12 +244,66 @@ def csv_format(
     delimiter: str = ",",
 ) -> CsvFormat:
     """CSV rows: dicts keyed by the header's names (or `columns`), tuples without either; `types`
-    convert columns by name or index (an empty field becomes None). See `read_csv`."""
+    convert columns by name or index (an empty field becomes None), for
+    `directory_stream(format=...)`. See `read_csv`.
+
+    ```pycon
+    >>> import os, tempfile, time
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.runners.local import LocalRunner
+    >>> folder = tempfile.mkdtemp()
+    >>> with open(os.path.join(folder, "points.csv"), "w") as file:
+    ...     _ = file.write("1|2.5\\n3|\\n")
+    >>> dag = DAG()
+    >>> format = P.csv_format(header=False, types={0: int, 1: float}, delimiter="|")
+    >>> records = dag.new_vertex("points", P.directory_stream(folder, poll_millis=10, format=format))
+    >>> _ = dag.edge(Edge.between(records, dag.new_vertex("sink", P.collect())))
+    >>> job = LocalRunner().submit(dag)  # never completes: wait for the records, then cancel
+    >>> deadline = time.monotonic() + 60
+    >>> while len(job.result("sink")) < 2 and time.monotonic() < deadline:
+    ...     time.sleep(0.01)
+    >>> job.cancel()
+    >>> job.result("sink")
+    [(1, 2.5), (3, None)]
+    ```
+
+    :param header: whether the first line of each file is a header (the column names).
+    :param columns: the column names (rows become dicts), instead of the header's.
+    :param types: conversions by column name or index (`int`, `float`, any `str -> value`).
+    :param delimiter: the field separator.
+    """
     return CsvFormat(header, columns, types, delimiter)
 
 
 def parquet_format(columns: Sequence[str] | None = None) -> ParquetFormat:
-    """Parquet rows as dicts of `columns` (all by default)."""
+    """Parquet rows as dicts of `columns` (all by default), for `directory_stream(format=...)`
+    (also named "parquet"), which reads each new file whole: write a file under a name starting
+    with a dot and rename it, so that it is not read half written.
+
+    ```pycon
+    >>> import os, tempfile, time
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.runners.local import LocalRunner
+    >>> folder = tempfile.mkdtemp()
+    >>> import pyarrow as pa, pyarrow.parquet as pq
+    >>> table = pa.table({"city": ["Oslo", "Rome"], "temp": [4.5, 17.0]})
+    >>> pq.write_table(table, os.path.join(folder, ".weather.parquet"))
+    >>> os.rename(os.path.join(folder, ".weather.parquet"), os.path.join(folder, "weather.parquet"))
+    >>> dag = DAG()
+    >>> format = P.parquet_format(columns=["city"])
+    >>> records = dag.new_vertex("rows", P.directory_stream(folder, poll_millis=10, format=format))
+    >>> _ = dag.edge(Edge.between(records, dag.new_vertex("sink", P.collect())))
+    >>> job = LocalRunner().submit(dag)  # never completes: wait for the records, then cancel
+    >>> deadline = time.monotonic() + 60
+    >>> while len(job.result("sink")) < 2 and time.monotonic() < deadline:
+    ...     time.sleep(0.01)
+    >>> job.cancel()
+    >>> job.result("sink")
+    [{'city': 'Oslo'}, {'city': 'Rome'}]
+    ```
+
+    :param columns: the columns to read (all by default).
+    """
     return ParquetFormat(columns)
 
 
