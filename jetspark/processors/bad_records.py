@@ -30,7 +30,34 @@ DEAD_LETTER_ORDINAL = 1
 
 
 class BadRecord(NamedTuple):
-    """A record a file source could not read: where it is, why, and its raw bytes."""
+    """A record a file source could not read: where it is, why, and its raw bytes. Under
+    `errors="dead_letter"` the source sends it to its outbound ordinal 1.
+
+    ```pycon
+    >>> import os, tempfile
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.testing import run_dag
+    >>> folder = tempfile.mkdtemp()
+    >>> with open(os.path.join(folder, "events.jsonl"), "w") as file:
+    ...     _ = file.write('{"id": 1}\\n{"id": \\n{"id": 3}\\n')
+    >>> dag = DAG()
+    >>> events = dag.new_vertex("events", P.read_jsonl(folder, errors="dead_letter"))
+    >>> good, bad = dag.new_vertex("good", P.collect()), dag.new_vertex("bad", P.collect())
+    >>> _ = dag.edge(Edge.between(events, good)).edge(Edge.from_(events, 1).to(bad))
+    >>> job = run_dag(dag)
+    >>> sorted(event["id"] for event in job.result("good"))
+    [1, 3]
+    >>> [(os.path.basename(r.file), r.offset, r.raw) for r in job.result("bad")]
+    [('events.jsonl', 10, b'{"id": ')]
+    >>> job.result("bad")[0].error
+    'not valid JSON: Expecting value: line 1 column 8 (char 7)'
+    ```
+
+    :ivar file: the path of the file.
+    :ivar offset: the byte offset in the file where the record starts.
+    :ivar error: what is wrong with the record.
+    :ivar raw: the record's bytes (a line, without its newline).
+    """
 
     file: str
     offset: int

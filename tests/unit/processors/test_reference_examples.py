@@ -18,6 +18,7 @@ from tests.docs_blocks import code_blocks
 
 #: Exported names that are not a processor, an operation or a type of their own, with why.
 NO_EXAMPLE = {
+    "BAD_RECORDS_METRIC": "a metric's name (a str); read_jsonl's example reads it from job.metrics()",
     "LATE_ITEMS_METRIC": "a metric's name (a str); event-time.md shows it read from job.metrics()",
     "entry_key": "an operator.itemgetter; aggregate_by_key's example partitions by it",
     "frame_entry_key": "an operator.itemgetter; window_aggregate partitions by it",
