@@ -322,6 +322,25 @@ def print(format_item: Callable[[Any], str] = str, prefix: bool = False) -> Proc
     With `prefix`, each line starts with `<vertex>#<global processor index>: `. On the local
     runner and on an embedded `local[*]` Spark that is your terminal; on a cluster it is each
     executor's standard output (its log in Spark's UI): use `collect` to see items on the driver.
+
+    One processor each (`local_parallelism=1`) keeps the lines in the order of the items:
+
+    ```pycon
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.testing import run_dag
+    >>> dag = DAG()
+    >>> numbers = dag.new_vertex("numbers", P.from_iterable([1, 2, 3]), local_parallelism=1)
+    >>> printer = P.print(lambda n: f"{n} squared is {n * n}", prefix=True)
+    >>> show = dag.new_vertex("show", printer, local_parallelism=1)
+    >>> _ = dag.edge(Edge.between(numbers, show))
+    >>> job = run_dag(dag)
+    show#0: 1 squared is 1
+    show#0: 2 squared is 4
+    show#0: 3 squared is 9
+    ```
+
+    :param format_item: makes an item's line (`str` by default).
+    :param prefix: whether each line starts with `<vertex>#<global processor index>: `.
     """
     if not callable(format_item):
         raise TypeError(f"print(): format_item must be callable, got {format_item!r}")
