@@ -417,7 +417,57 @@ def postgres_cdc(
     slot is asked again every `poll_millis`. The position is saved in snapshots and the slot is
     advanced only when a snapshot is committed (module docstring): with a transactional sink
     (`postgres`, `transactional_files`) under EXACTLY_ONCE each change is in the output once.
-    One processor reads the slot. Never completes."""
+    One processor reads the slot. Never completes.
+
+    Changes are captured from the slot's creation on: `create_slot` makes the publication and the
+    slot before the writes you want to see (the source creates what is missing when it starts),
+    and `drop_slot` drops a slot no job reads any more (a slot keeps WAL on the server). With
+    `dsn` naming your server:
+
+    ```pycon
+    >>> import time, psycopg
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.processors.pgoutput import TYPED
+    >>> from jetspark.processors.postgres_cdc import create_slot, drop_slot
+    >>> from jetspark.runners.local import LocalRunner
+    >>> with psycopg.connect(dsn, autocommit=True) as db:
+    ...     _ = db.execute("CREATE TABLE accounts (id int PRIMARY KEY, balance int)")
+    >>> _ = create_slot(dsn, "accounts_slot", "accounts_pub", ["accounts"])
+    >>> with psycopg.connect(dsn) as db:  # one transaction
+    ...     _ = db.execute("INSERT INTO accounts VALUES (1, 100), (2, 50)")
+    ...     _ = db.execute("UPDATE accounts SET balance = 70 WHERE id = 2")
+    >>> with psycopg.connect(dsn, autocommit=True) as db:
+    ...     _ = db.execute("DELETE FROM accounts WHERE id = 1")
+    >>> dag = DAG()
+    >>> cdc = P.postgres_cdc(dsn, "accounts_slot", "accounts_pub", types=TYPED, poll_millis=10)
+    >>> changes = dag.new_vertex("changes", cdc)
+    >>> _ = dag.edge(Edge.between(changes, dag.new_vertex("sink", P.collect())))
+    >>> job = LocalRunner().submit(dag)  # never completes: wait for the changes, then cancel
+    >>> deadline = time.monotonic() + 60
+    >>> while len(job.result("sink")) < 4 and time.monotonic() < deadline:
+    ...     time.sleep(0.01)
+    >>> job.cancel()
+    >>> for change in job.result("sink"):
+    ...     print(change.op, change.table, change.seq, change.before, change.after)
+    insert accounts 0 None {'id': 1, 'balance': 100}
+    insert accounts 1 None {'id': 2, 'balance': 50}
+    update accounts 2 None {'id': 2, 'balance': 70}
+    delete accounts 0 {'id': 1} None
+    >>> drop_slot(dsn, "accounts_slot")
+    >>> with psycopg.connect(dsn, autocommit=True) as db:
+    ...     _ = db.execute("DROP PUBLICATION accounts_pub")
+    ...     _ = db.execute("DROP TABLE accounts")
+    ```
+
+    :param dsn: how to connect (a libpq connection string or URL), from where the processor runs.
+    :param slot: the logical replication slot (plugin `pgoutput`) to read, created if missing.
+    :param publication: the publication naming the tables, created if missing.
+    :param tables: the tables of a publication created here (all tables by default).
+    :param types: converters of values by column type OID (`pgoutput.TYPED` for the common
+        built-in types); other values stay text.
+    :param max_changes: about how many messages each read of the slot asks for.
+    :param poll_millis: how often an idle slot is asked again.
+    """
     if max_changes < 1:
         raise ValueError(f"postgres_cdc: max_changes must be >= 1, got {max_changes}")
     if poll_millis < 0:

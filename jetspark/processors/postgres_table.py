@@ -246,7 +246,35 @@ def postgres_table(
     boundary values themselves (`[100, 200]` makes `< 100`, `100..199`, `>= 200`). `columns`
     selects columns (default all); `where` is an SQL condition (trusted text, not a parameter)
     that rows must meet. Snapshot-able:
-    a restored job resumes each range after the last key it emitted."""
+    a restored job resumes each range after the last key it emitted.
+
+    With `dsn` naming your server:
+
+    ```pycon
+    >>> import psycopg
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.testing import run_dag
+    >>> with psycopg.connect(dsn, autocommit=True) as db:
+    ...     _ = db.execute("CREATE TABLE stock (id int PRIMARY KEY, item text, qty int)")
+    ...     _ = db.execute("INSERT INTO stock SELECT i, 'item ' || i, i % 3 FROM generate_series(1, 6) i")
+    >>> dag = DAG()
+    >>> stock = P.postgres_table(dsn, "stock", "id", splits=[3], columns=["id", "qty"], where="qty > 0")
+    >>> _ = dag.edge(Edge.between(dag.new_vertex("stock", stock), dag.new_vertex("sink", P.collect())))
+    >>> sorted(run_dag(dag).result("sink"), key=lambda row: row["id"])
+    [{'id': 1, 'qty': 1}, {'id': 2, 'qty': 2}, {'id': 4, 'qty': 1}, {'id': 5, 'qty': 2}]
+    >>> with psycopg.connect(dsn, autocommit=True) as db:
+    ...     _ = db.execute("DROP TABLE stock")
+    ```
+
+    :param dsn: how to connect (a libpq connection string or URL), from where the processors run.
+    :param table: the table to read, `name` or `schema.name`.
+    :param key_column: a unique column (a primary key) whose ranges the processors read.
+    :param splits: how many ranges (the vertex's total parallelism by default), or their boundary
+        values.
+    :param columns: the columns of the rows (all by default).
+    :param where: an SQL condition the rows must meet (trusted text, not a parameter).
+    :param fetch_size: how many rows a page (one query) reads.
+    """
     if not table or not key_column:
         raise ValueError("postgres_table: table and key_column must be non-empty")
     if isinstance(splits, int) and splits < 1:

@@ -25,7 +25,7 @@ NO_EXAMPLE = {
     "whole_item": "defined and documented in jetspark.core.partitioner",
 }
 #: Examples that need a server, with the names the test gives them (tests/e2e/test_reference_servers.py).
-NEEDS_A_SERVER = {"postgres": ("dsn",)}
+NEEDS_A_SERVER = {"postgres": ("dsn",), "postgres_cdc": ("dsn",), "postgres_table": ("dsn",)}
 NAMES = sorted(P.__all__, key=str.lower)
 
 
