@@ -269,7 +269,7 @@ def test_a_change_stream_reaches_postgres_exactly_once_after_the_driver_is_kille
         )
         writer.wait_written(150)  # steps 100-149 were written while the job ran
         assert driver.poll() is None, "the driver ended before it was killed"
-        assert committed_id(root / "cdc") >= 1
+        assert committed_id(root / "cdc") >= 0  # a snapshot is committed (the first one is 0; none: -1)
     finally:
         os.kill(driver.pid, signal.SIGKILL)
         driver.wait()
