@@ -218,6 +218,7 @@ class Execution:
     def _warn_once(self, tasklet: ProcessorTasklet, message: str) -> None:
         if id(tasklet) not in self._warned:
             self._warned.add(id(tasklet))
+            tasklet.stall_warnings += 1
             _log.warning("%s: %s", tasklet.name, message)
 
     def _warn_quiet_sources(self) -> None:

@@ -100,6 +100,8 @@ class ProcessorTasklet:
         self.last_snapshot_id = snapshot_context.phase1_id
         self._phase2_done_id = snapshot_context.phase2_id
         self.received_count = 0
+        #: Warnings of the quiescence check that named this processor (a quiet source, a long call).
+        self.stall_warnings = 0
         #: The last watermark the processor accepted (`try_process_watermark` returned True).
         self.input_watermark: int | None = None
         self.closed = False

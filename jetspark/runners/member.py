@@ -176,6 +176,8 @@ def tasklet_metrics(tasklets: Iterable[ProcessorTasklet]) -> dict[str, dict[str,
         slot[BACKPRESSURED_MS] += int(tasklet.outbox.backpressured_seconds() * 1000)
         for name, value in tasklet.processor.custom_metrics().items():
             slot[name] = slot.get(name, 0) + value
+        if tasklet.stall_warnings:  # the quiescence check's warnings (docs/quiescence.md)
+            slot["stall_warnings"] = slot.get("stall_warnings", 0) + tasklet.stall_warnings
     return out
 
 

@@ -19,6 +19,8 @@ from jetspark.core.config import JobConfig
 from jetspark.core.dag import DAG
 from jetspark.core.errors import DagValidationError
 
+_SPARK_RUNNER = "jetspark.runners.spark"
+
 
 def check_before_spark(dag: DAG, config: JobConfig) -> None:
     """Everything the Spark runner can check before it starts a session (see the module docstring)."""
@@ -103,6 +105,8 @@ def _hands_out_picklable_suppliers(meta_supplier: object) -> bool:
 def _check_picklable(dag: DAG) -> None:
     """Every supplier and key function travels to Spark executors pickled: name what does not."""
     for vertex in dag:
+        if type(vertex.meta_supplier).__module__.startswith(_SPARK_RUNNER):
+            continue  # from_rdd / DataFrame sources and sinks hold Spark objects; the plan ships their parts
         try:
             cloudpickle.dumps(vertex.meta_supplier)
         except Exception as error:

@@ -226,6 +226,9 @@ def test_a_source_that_never_emits_nor_completes_is_named_in_one_warning(
         assert "QuietSource.complete() must return True once it emitted everything" in message
         assert not warnings_naming(caplog, "vertex 'waiting'")  # the same check skipped it
         assert job.status is JobStatus.RUNNING
+        metrics = job.metrics()
+        assert metrics["quiet"]["stall_warnings"] == 1  # the warning's counter in the metrics
+        assert "stall_warnings" not in metrics["waiting"]
     finally:
         job.cancel()
     assert len(warnings_naming(caplog, "vertex 'quiet'")) == 1
@@ -255,6 +258,7 @@ def test_a_non_cooperative_call_that_runs_past_the_timeout_is_named_in_a_warning
         wait_until(lambda: warnings_naming(caplog, "vertex 'stuck'"), "a warning naming the long call")
         [message] = warnings_naming(caplog, "vertex 'stuck'")
         assert "one call of this non-cooperative processor has run for" in message
+        assert job.metrics()["stuck"]["stall_warnings"] == 1
     finally:
         release.set()
     job.join(30)

@@ -152,15 +152,16 @@ def test_a_bad_master_from_the_environment_is_refused_before_a_session_starts(
 ) -> None:
     """`python job.py` with JETSPARK_MASTER set, or `jetspark run` with it: the session is not
     started (Spark would print 58 lines for lokal[2])."""
+    from pyspark import SparkContext
+
+    monkeypatch.setattr(SparkContext, "_active_spark_context", None)  # as in a fresh process
     monkeypatch.setenv(MASTER_ENV, "lokal[2]")
     job = write(tmp_path, FAILING_JOB)
     assert main(["run", "--quiet", str(job)]) == 2
     error = capsys.readouterr().err
     assert error.startswith("jetspark: Spark master 'lokal[2]' is not a master URL")
     assert len(error.strip().splitlines()) == 1
-    from pyspark import SparkContext
-
-    assert SparkContext._active_spark_context is None
+    assert SparkContext._active_spark_context is None  # no session was started
 
 
 def test_a_task_failure_names_the_users_line_in_the_task(capsys: pytest.CaptureFixture[str]) -> None:

@@ -87,7 +87,7 @@ def test_an_interrupt_while_spark_starts_kills_the_jvm_being_started(monkeypatch
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
-    assert SparkContext._active_spark_context is None
+    monkeypatch.setattr(SparkContext, "_active_spark_context", None)  # as in a fresh process
     started: list[subprocess.Popen[bytes]] = []
 
     def interrupted_start(_builder: Any) -> None:
