@@ -11,7 +11,10 @@ Python types).
 
 Snapshots: each split is saved as key `("pg_split", i)` with its range and the last key emitted,
 finished splits included; a restored processor resumes the splits it is given (routed by key
-partition, so any new parallelism works) and only those, as `from_iterable`'s slices do. The key
+partition, so any new parallelism works) and only those, as `from_iterable`'s slices do: one given
+none resumes nothing, never the splits `init_processor` computed for it. A split absent from the
+snapshot was finished (its processor ended, and an ended processor saves nothing), so the splits of
+a restored job are exactly those of the snapshot, whatever the member counts before and after. The key
 must be unique (a primary key) for the pages to be exact. Each page is its own statement: a
 table that changes while it is read is read as the pages find it, not as one snapshot.
 """
@@ -109,14 +112,26 @@ class _PostgresTableP(AbstractProcessor):
         return True
 
     def restore_from_snapshot_entry(self, key: Any, value: Any) -> None:
-        if not self._restored:  # a restored processor resumes only the splits it is given
-            self._restored = True
-            self.splits = []
+        if not (isinstance(key, tuple) and len(key) == 2 and key[0] == _SPLIT):
+            raise ValueError(
+                f"vertex {self.context.vertex_name!r} processor #{self.context.global_processor_index}: "
+                f"unexpected snapshot entry {key!r} for a postgres_table() source"
+            )
+        self._forget_own_splits()
         self.splits.append(list(value))
 
     def finish_snapshot_restore(self) -> bool:
+        # Called on every processor of a restored job, also one that received no entry: it then
+        # resumes nothing (its own splits were finished or went to another processor).
+        self._forget_own_splits()
         self.splits.sort(key=lambda split: split[0])
         return True
+
+    def _forget_own_splits(self) -> None:
+        """A restored processor resumes only the splits it is given, never those of `init_processor`."""
+        if not self._restored:
+            self._restored = True
+            self.splits = []
 
     def close(self) -> None:
         if self._conn is not None:

@@ -119,3 +119,46 @@ def test_a_job_suspended_mid_read_resumes_on_another_member_count_exactly(
     assert before < ROWS, "the source read the whole table before the snapshot: the test proves nothing"
     job.resume(member_count=3).join(60)
     assert sorted(row["id"] for row in job.result("sink")) == list(range(1, ROWS + 1))
+
+
+def connections(dsn: str, application: str) -> int:
+    """How many sessions of `application` the server has open now."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", (application,)
+        )
+        found = row.fetchone()
+    return 0 if found is None else int(found[0])
+
+
+@pytest.mark.parametrize("resumed_members", [1, 2], ids=["same-count", "more-members"])
+def test_a_split_finished_before_the_suspension_is_not_read_again(
+    tmp_path: Path, postgres_dsn: str, table: str, resumed_members: int
+) -> None:
+    """Three splits on one member's three processors: split 0 (ids 1..10) fits one page, so its
+    processor reads it, ends and closes its connection (which the test waits for), while the gate
+    holds the other two mid-split. The terminal snapshot then holds two splits for the three
+    processors that start with a split of their own, on the same count or more: the one that
+    receives no entry must resume nothing rather than start its own split afresh."""
+    application = f"jetspark_{uuid.uuid4().hex[:8]}"
+    dsn = f"{postgres_dsn} application_name={application}"
+    gate = Gate(tmp_path / "gate", hold_at=100)
+    config = JobConfig(processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE, snapshot_interval_millis=60_000)
+    dag = DAG()
+    rows = dag.new_vertex("rows", postgres_table(dsn, table, "id", splits=[11, 1501], fetch_size=50), 3)
+    held = dag.new_vertex("held", gated_pass(gate), local_parallelism=1)
+    sink = dag.new_vertex("sink", P.collect())
+    dag.edge(Edge.between(rows, held).with_queue_size(100))
+    dag.edge(Edge.between(held, sink))
+    job = LocalRunner(1).submit(dag, config)
+    wait_until(lambda: job.metrics()["held"]["emitted"] >= 100, "100 rows past the gate")
+    wait_until(lambda: connections(postgres_dsn, application) == 2, "split 0's processor to end")
+    ask_to_suspend(job)
+    gate.open()
+    wait_until(lambda: job.status is not JobStatus.RUNNING, "the suspension", timeout=60)
+    assert job.status is JobStatus.SUSPENDED, job.error
+    assert len(job.result("sink")) < ROWS, "the source read the whole table before the snapshot"
+    job.resume(member_count=resumed_members).join(60)
+    assert sorted(row["id"] for row in job.result("sink")) == list(range(1, ROWS + 1))
