@@ -240,7 +240,7 @@ def test_a_job_in_epochs_on_spark_shows_its_epochs_and_bounds_its_links(
     assert page.locator("#job td", has_text="spark (epochs)").count() == 1
     committed = '#epoch-facts [data-field="epochs.committed"]'
     page.wait_for_function(  # more epochs, so more Spark jobs, than the links listed
-        f"() => Number(document.querySelector('{committed}').textContent) >= 12", timeout=200_000
+        f"() => Number(document.querySelector('{committed}')?.textContent) >= 12", timeout=200_000
     )
     rows = page.locator("#epoch-list tbody tr")
     assert 2 <= rows.count() <= 10

@@ -65,7 +65,7 @@ def test_a_finished_job_shows_its_metrics_and_its_dag(server: WebServer, page: A
     labels = page.locator("svg.dag g.edge text").all_text_contents()
     assert "partitioned, distributed" in labels and "unicast, distributed" in labels, labels
     assert page.locator("svg.dag g.edge.distributed").count() == 2
-    page.wait_for_function("() => document.querySelector('svg.dag text[data-counts=\"sink\"]').textContent")
+    page.wait_for_function("() => document.querySelector('svg.dag text[data-counts=\"sink\"]')?.textContent")
     assert page.locator('svg.dag text[data-counts="sink"]').text_content() == "in 100 · out 0"
     assert page.locator("#cancel").is_disabled() and page.locator("#resume").is_disabled()
 

@@ -94,7 +94,7 @@ def test_watermarks_read_as_times_with_their_lag(server: WebServer, page: Any) -
     before = time.time()
     open_job(page, server, "clocked")
     page.wait_for_function(
-        '() => document.querySelector(\'tr[data-vertex="sink"] [data-field="watermark_lag"]\').textContent'
+        '() => document.querySelector(\'tr[data-vertex="sink"] [data-field="watermark_lag"]\')?.textContent'
     )
     expected = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(watermark / 1000)) + f".{watermark % 1000:03d}"
     assert cell(page, "sink", "watermark_text") == expected
@@ -110,7 +110,7 @@ def test_late_items_dropped_and_the_processors_own_counters_are_shown(server: We
     assert dropped > 0
     open_job(page, server, "late")
     page.wait_for_function(
-        '() => document.querySelector(\'tr[data-vertex="windows-frames"] [data-field="custom_text"]\').textContent'
+        '() => document.querySelector(\'tr[data-vertex="windows-frames"] [data-field="custom_text"]\')?.textContent'
     )
     assert cell(page, "windows-frames", "custom_text") == f"late_items_dropped {dropped:,}"
     assert cell(page, "sink", "custom_text") == ""  # a collecting sink counts nothing of its own
