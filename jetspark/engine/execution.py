@@ -20,12 +20,16 @@ instead of hanging. A quiet streaming source with nothing pending is not stuck: 
 But a bounded source whose `complete()` returns False without emitting looks the same, and the
 job would wait for it forever: after the timeout with nothing pending, each source that has not
 completed (and does not declare `waits_for_data`) is named once in a warning. A non-cooperative
-call running that long is named once too (it may be blocked for good).
+call running that long is named once too (it may be blocked for good), and so is a cooperative
+call that has not returned for the timeout (an endless loop holds the loop's thread, so a watch
+thread looks at it and names the line it is at).
 """
 
 from __future__ import annotations
 
 import logging
+import sys
+import sysconfig
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -34,6 +38,8 @@ from jetspark.core.errors import JobFailedError, QuiescenceError
 from jetspark.engine.tasklet import ProcessorTasklet
 
 _log = logging.getLogger("jetspark.engine")
+_TASKLET_CALL = ProcessorTasklet.call.__code__
+_STDLIB = sysconfig.get_paths()["stdlib"]
 
 
 class IdleStrategy:
@@ -79,6 +85,11 @@ class Execution:
         self._in_call: dict[int, float] = {}
         #: Tasklets already named in a warning of the quiescence check (once each).
         self._warned: set[int] = set()
+        #: Rounds of the cooperative loop so far, and the thread running them (for the watch).
+        self._round = 0
+        self._loop_thread: int | None = None
+        #: The cooperative tasklet the loop called last (inside its call while a round stands still).
+        self._calling: ProcessorTasklet | None = None
         self._on_tick = on_tick or (lambda: None)
         self._on_idle = on_idle or (lambda: False)
         self._stop = threading.Event()
@@ -115,6 +126,7 @@ class Execution:
     def steps(self) -> Iterator[None]:
         """`run()` as a generator: yields after every round (see the module docstring)."""
         threads: list[threading.Thread] = []
+        watch: threading.Thread | None = None  # not among `threads`: the loop does not wait for it
         try:
             for tasklet in self.tasklets:
                 try:
@@ -130,11 +142,18 @@ class Execution:
                     )
                     threads.append(thread)
                     thread.start()
+            if cooperative and self._quiescence_timeout is not None:
+                watch = threading.Thread(
+                    target=self._watch_cooperative_calls, name="jetspark watch", daemon=True
+                )
+                watch.start()
             yield from self._rounds(cooperative, threads)
         finally:
             self._stop.set()
             for thread in threads:
                 thread.join()
+            if watch is not None:
+                watch.join()
             for tasklet in self.tasklets:
                 tasklet.close()
 
@@ -171,8 +190,11 @@ class Execution:
         stop = self._stop
         on_tick = self._on_tick_safe
         while (active or any(t.is_alive() for t in threads)) and not stop.is_set():
+            self._round += 1
+            self._loop_thread = threading.get_ident()
             progress = False
             for tasklet in active:
+                self._calling = tasklet
                 try:
                     if tasklet.call():
                         progress = True
@@ -233,6 +255,43 @@ class Execution:
                 f"{type(tasklet.processor).__qualname__}.complete() must return True once it emitted "
                 "everything; a source that waits for data declares waits_for_data = True",
             )
+
+    def _watch_cooperative_calls(self) -> None:
+        """On its own thread: name a cooperative call that has not returned for the timeout."""
+        timeout = self._quiescence_timeout
+        assert timeout is not None
+        last_round, since = self._round, time.monotonic()
+        while not self._stop.wait(min(1.0, timeout)):
+            now = time.monotonic()
+            if self._round != last_round:
+                last_round, since = self._round, now
+            elif now - since >= timeout:
+                stuck = self._cooperative_call_now()
+                if stuck is not None:
+                    tasklet, where = stuck
+                    self._warn_once(
+                        tasklet,
+                        f"a call of this cooperative processor has not returned for {now - since:.1f} s "
+                        f"(now at {where}); a cooperative call must return within about a millisecond, "
+                        "and nothing else in this execution runs until it does",
+                    )
+
+    def _cooperative_call_now(self) -> tuple[ProcessorTasklet, str] | None:
+        """The tasklet whose call the loop's thread is inside, and the line it is at, if any."""
+        thread = self._loop_thread
+        frame = sys._current_frames().get(thread) if thread is not None else None
+        innermost = frame  # the innermost frame outside the standard library: the processor's line
+        while innermost is not None and innermost.f_code.co_filename.startswith(_STDLIB):
+            innermost = innermost.f_back
+        while frame is not None:  # only code and line numbers are read: a running frame's locals are not
+            if frame.f_code is _TASKLET_CALL:
+                tasklet = self._calling
+                if tasklet is None or innermost is None:
+                    return None
+                code = innermost.f_code
+                return tasklet, f"{code.co_filename}:{innermost.f_lineno} in {code.co_name}"
+            frame = frame.f_back
+        return None
 
     def _warn_long_calls(self, now: float) -> None:
         assert self._quiescence_timeout is not None

@@ -263,3 +263,39 @@ def test_a_non_cooperative_call_that_runs_past_the_timeout_is_named_in_a_warning
         release.set()
     job.join(30)
     assert sorted(job.result("sink")) == list(range(10))
+
+
+class SpinsUntilReleased(AbstractProcessor):
+    """Cooperative, and wrong: its first complete() call loops until the test releases it."""
+
+    def __init__(self, release: threading.Event) -> None:
+        self.release = release
+
+    def complete(self) -> bool:
+        while not self.release.is_set():
+            pass
+        return True
+
+
+def test_a_cooperative_call_that_does_not_return_is_named_with_its_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The loop's own thread is stuck inside the call, so only the watch thread can see it."""
+    caplog.set_level(logging.WARNING, logger="jetspark.engine")
+    release = threading.Event()
+    dag = DAG()
+    dag.edge(
+        Edge.between(
+            dag.new_vertex("spins", lambda: SpinsUntilReleased(release)), dag.new_vertex("sink", collect())
+        )
+    )
+    job = LocalRunner().submit(dag, QUICK)
+    try:
+        wait_until(lambda: warnings_naming(caplog, "vertex 'spins'"), "a warning naming the stuck call")
+        [message] = warnings_naming(caplog, "vertex 'spins'")
+        assert "a call of this cooperative processor has not returned for" in message
+        assert "test_quiescence.py:" in message and "in complete" in message
+    finally:
+        release.set()
+    job.join(30)
+    assert job.metrics()["spins"]["stall_warnings"] == 1

@@ -4,6 +4,7 @@ Java trace over the terminal), and while the job runs (cancelled, or suspended w
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -88,6 +89,8 @@ def test_an_interrupt_while_spark_starts_kills_the_jvm_being_started(monkeypatch
     from pyspark.sql import SparkSession
 
     monkeypatch.setattr(SparkContext, "_active_spark_context", None)  # as in a fresh process
+    # a mark of this test's own: a real Spark JVM of this process (another test's session) is left alone
+    monkeypatch.setattr(session, "_SPARK_JVM_MARK", f"jetspark-test-jvm-{os.getpid()}".encode())
     started: list[subprocess.Popen[bytes]] = []
 
     def interrupted_start(_builder: Any) -> None:
