@@ -134,8 +134,7 @@ def run(dag: DAG, config: JobConfig | None = None, runner: Any = None, timeout: 
         if job.status.value == "suspended":  # already: it stays so
             raise
         if config.snapshots_enabled and hasattr(job, "suspend"):
-            _log.warning("job %r: interrupted; suspending it (submit it again to resume)", job.name)
-            job.suspend()
+            job.suspend()  # the caller says so, in one line (jetspark run: `jetspark: interrupted; ...`)
             raise KeyboardInterrupt(f"job {job.name!r} suspended: run it again to resume") from None
         job.cancel()
         raise KeyboardInterrupt(f"job {job.name!r} cancelled") from None
