@@ -259,7 +259,10 @@ def test_a_speculative_copy_that_loses_leaves_exact_output(speculated: dict[str,
 def test_a_speculative_copy_in_an_epoch_aborts_it_and_the_output_stays_exact(
     standalone: str, tmp_path: Path
 ) -> None:
-    spec = {"master": standalone, "conf": SPECULATION, "work": str(tmp_path)}
+    # Only the task held at item 2501 may be speculated: an epoch's ordinary tasks, which a busy
+    # machine can slow to several seconds, would each abort their epoch too, until the job gave up.
+    conf = {**SPECULATION, "spark.speculation.minTaskRuntime": "20s"}
+    spec = {"master": standalone, "conf": conf, "work": str(tmp_path)}
     script = Path(__file__).with_name("epoch_speculation_job.py")
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
     report = run_driver_script(script, json.dumps(spec), timeout=480, env=env)
