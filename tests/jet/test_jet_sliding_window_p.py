@@ -365,7 +365,7 @@ def restored_into(before: WindowPolicy, after: WindowPolicy) -> list[tuple[int, 
     runner = LocalRunner(1)
     first = runner.submit(window_dag(before, lambda: ItemsThenWatermark([0, 1, 2, 3], 2)), JobConfig())
     try:
-        wait_until(lambda: first.metrics()["windows"]["input_watermark"] == 2, "wm(2) in the window")
+        wait_until(lambda: first.metrics()["windows"].get("input_watermark") == 2, "wm(2) in the window")
         first.export_snapshot("before")
     finally:
         first.cancel()

@@ -156,6 +156,8 @@ def describe_failure(error: BaseException) -> str:
         reason = lost.group(6)
         if "Python worker exited unexpectedly" in reason:
             reason = "Python worker died (exited unexpectedly: killed, or os._exit)"
+        elif reason.strip() == "java.io.IOException: Stream closed":  # the JVM's side of a dead worker
+            reason = "Python worker's stream closed (the worker or pyspark.daemon died)"
         elif "ExecutorLostFailure" in reason:
             reason = f"executor lost ({reason.split('ExecutorLostFailure', 1)[1].strip(' :()')})"
         else:

@@ -23,6 +23,17 @@ def test_a_killed_python_worker_is_named_with_its_stage_task_and_attempt() -> No
     )
 
 
+def test_a_stream_closed_under_a_python_task_names_the_dead_worker() -> None:
+    """Killing a worker with pyspark.daemon can reach the JVM as its writer's IOException."""
+    error = Exception(
+        CALLING + LOST + "java.io.IOException: Stream closed\n\tat java.io.BufferedOutputStream..."
+    )
+    assert describe_failure(error) == (
+        "Python worker's stream closed (the worker or pyspark.daemon died) "
+        "(Spark stage 7, task 1, attempt 0; localhost executor driver)"
+    )
+
+
 def test_a_lost_executor_is_named() -> None:
     error = Exception(
         CALLING + LOST + "ExecutorLostFailure (executor 1 exited caused by one of the running tasks)"
