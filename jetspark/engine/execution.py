@@ -189,9 +189,9 @@ class Execution:
         active = list(tasklets)
         stop = self._stop
         on_tick = self._on_tick_safe
+        self._loop_thread = threading.get_ident()
         while (active or any(t.is_alive() for t in threads)) and not stop.is_set():
             self._round += 1
-            self._loop_thread = threading.get_ident()
             progress = False
             for tasklet in active:
                 self._calling = tasklet

@@ -92,16 +92,6 @@ def _directory_problem(path: Path) -> str | None:
     return None
 
 
-def _hands_out_picklable_suppliers(meta_supplier: object) -> bool:
-    """True when the per-member suppliers a meta supplier hands out pickle, although it does not
-    itself: meta suppliers belong to the coordinator and are never shipped (shipping.py)."""
-    try:
-        cloudpickle.dumps(meta_supplier.get([0]))  # type: ignore[attr-defined]
-    except Exception:
-        return False
-    return True
-
-
 def _check_picklable(dag: DAG) -> None:
     """Every supplier and key function travels to Spark executors pickled: name what does not."""
     for vertex in dag:
@@ -110,8 +100,6 @@ def _check_picklable(dag: DAG) -> None:
         try:
             cloudpickle.dumps(vertex.meta_supplier)
         except Exception as error:
-            if _hands_out_picklable_suppliers(vertex.meta_supplier):
-                continue  # a meta supplier that stays on the driver (from_rdd): what it hands out travels
             raise DagValidationError(
                 f"vertex {vertex.name!r}: its ProcessorSupplier cannot be pickled to ship it to Spark executors "
                 f"({type(error).__name__}: {error}); suppliers and everything they hold must be picklable "

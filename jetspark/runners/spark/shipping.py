@@ -20,8 +20,9 @@ MAX_SUPPLIER_BYTES = 16 << 20
 def check_picklable(
     plan: ExecutionPlan, config: JobConfig, max_supplier_bytes: int = MAX_SUPPLIER_BYTES
 ) -> None:
-    """Raise DagValidationError naming the vertex or edge whose supplier/function cannot be pickled,
-    or whose suppliers are too large to ship to every task (data held in a supplier)."""
+    """Raise DagValidationError naming the vertex whose suppliers cannot be pickled, or are too
+    large to ship to every task (data held in a supplier). Edges' key functions and partitioners
+    were checked before Spark started (`runners.preflight`), from the same DAG."""
     for name, vp in plan.vertices.items():
         try:
             size = len(dumps(vp.suppliers))
@@ -39,14 +40,6 @@ def check_picklable(
                 "inputs with jetspark.runners.spark.from_rdd(sc.parallelize(items, n)) or from_dataframe(), "
                 "or generate them on the executors"
             )
-    for edge in plan.edges:
-        try:
-            dumps((edge.key_fn, edge.partitioner))
-        except Exception as error:
-            raise DagValidationError(
-                f"edge {edge.name}: its key function or partitioner cannot be pickled "
-                f"({type(error).__name__}: {error})"
-            ) from error
     try:
         dumps(config)
     except Exception as error:
