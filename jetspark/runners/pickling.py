@@ -11,6 +11,7 @@ machine that does not have the file. Code pickled by reference (installed packag
 
 from __future__ import annotations
 
+import io
 import linecache
 import os
 import types
@@ -73,8 +74,6 @@ class SourceKeepingPickler(cloudpickle.Pickler):  # type: ignore[misc]
 
 def dumps_keeping_source(value: Any, protocol: int = 5) -> bytes:
     """`cloudpickle.dumps`, except that shipped code keeps its file name and source lines."""
-    import io
-
     buffer = io.BytesIO()
     SourceKeepingPickler(buffer, protocol=protocol).dump(value)
     return buffer.getvalue()
