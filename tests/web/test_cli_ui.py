@@ -126,7 +126,7 @@ def test_a_job_suspended_in_the_browser_waits_there_to_be_resumed(
     url = run.wait_for_url(60)
     open_the_job(page, url, "paused")
     wait_for_figure(page, "numbers", "emitted", "300")
-    page.wait_for_function("() => !document.getElementById('suspend').disabled")
+    page.wait_for_function("() => document.getElementById('suspend')?.disabled === false")
     page.locator("#suspend").click()
     wait_for_state(page, "suspended")
     wait_until(lambda: "is suspended" in run.printed(), "the command to say the job is suspended")

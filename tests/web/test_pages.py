@@ -118,7 +118,7 @@ def test_suspend_and_resume_buttons(server: WebServer, page: Any, tmp_path: Path
     page.goto(server.url)
     page.locator("#jobs a", has_text="pausable").click()
     wait_until(lambda: job.metrics().get("numbers", {}).get("emitted") == 400, "400 items out")
-    page.wait_for_function("() => !document.getElementById('suspend').disabled")
+    page.wait_for_function("() => document.getElementById('suspend')?.disabled === false")
     page.locator("#suspend").click()
     wait_for_state(page, "suspended")
     assert job.status is JobStatus.SUSPENDED
