@@ -50,6 +50,8 @@ class _FormatSinkP(TransactionalSinkP):
         #: The open writers of the open transaction, by partition directory.
         self._writers: dict[str, RecordWriter] = {}
         self._writers_txn = ""
+        #: Bytes of the files this processor finished writing (`custom_metrics`: `bytes_written`).
+        self._bytes_written = 0
 
     def is_cooperative(self) -> bool:
         return False  # file system calls may block
@@ -135,9 +137,16 @@ class _FormatSinkP(TransactionalSinkP):
         )
 
     def _close_writers(self) -> None:
-        writers, self._writers, self._writers_txn = self._writers, {}, ""
-        for writer in writers.values():
+        writers, txn = self._writers, self._writers_txn
+        self._writers, self._writers_txn = {}, ""
+        for partition, writer in writers.items():
             writer.close()
+            with contextlib.suppress(OSError):
+                self._bytes_written += os.path.getsize(self._temp(txn, partition))
+
+    def custom_metrics(self) -> dict[str, int]:
+        """`bytes_written`: the size of the files written so far (counted as each is closed)."""
+        return {"bytes_written": self._bytes_written}
 
     def close(self) -> None:
         self._close_writers()

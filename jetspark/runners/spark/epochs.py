@@ -31,8 +31,10 @@ from jetspark.core.config import ProcessingGuarantee
 from jetspark.core.errors import JobFailedError, ProcessorContractError
 from jetspark.runners.job import JobStatus
 from jetspark.runners.member import add_metrics
+from jetspark.runners.spark.epoch_stats import EpochStats
 from jetspark.runners.spark.epoch_task import EpochSpec
 from jetspark.runners.spark.failures import describe_failure
+from jetspark.runners.spark.live import LiveMetrics
 from jetspark.runners.spark.records import DriverReports, dumps
 from jetspark.runners.spark.runner import SparkJob
 from jetspark.runners.spark.session import call_site
@@ -58,8 +60,12 @@ class EpochJob(SparkJob):
         build: Any,
         max_restarts: int,
         backoff: float,
+        live: LiveMetrics | None = None,
     ) -> None:
         super().__init__(*args)
+        self._live = live
+        #: Per-epoch figures and the running epoch's live counts (`epoch_stats`).
+        self.epoch_stats = EpochStats.of_dag(self.dag, live)
         self.store = store
         #: The job's durable record (`identity.claim`): marked completed when the job completes.
         self.record = record
@@ -177,6 +183,7 @@ class EpochJob(SparkJob):
             )
         if final is not JobStatus.SUSPENDED:
             self._close_meta_suppliers(error)
+            self.epoch_stats.close()
         self._finished.set()
 
     def _epochs(self) -> JobStatus:
@@ -214,10 +221,12 @@ class EpochJob(SparkJob):
                     sorted(outcome.completed),
                 )
                 if self._all_completed(outcome):
+                    self.epoch_stats.completed(epoch, outcome)
                     self._keep(outcome)
                     return JobStatus.COMPLETED
                 try:
-                    self._commit(epoch, outcome)
+                    with self.epoch_stats.commit(epoch, outcome):
+                        self._commit(epoch, outcome)
                     restarts = 0
                     continue
                 except Exception as failure:  # LATEST did not move: the epoch is not committed
@@ -241,6 +250,7 @@ class EpochJob(SparkJob):
             self.epochs_aborted += 1
             self.last_abort = why
             self.abort_causes.append({"epoch": epoch, "time": time.time(), "cause": why})
+            self.epoch_stats.aborted(epoch, why, outcome)
             if restarts > self.max_restarts:
                 _log.warning("job %r: epoch %d aborted: %s; no restart left", self.name, epoch, why)
                 raise self._give_up(epoch, cause)
@@ -287,6 +297,7 @@ class EpochJob(SparkJob):
 
     def _run_epoch(self, spec: EpochSpec) -> DriverReports:
         self.running_epoch = (spec.epoch, time.monotonic())
+        self.epoch_stats.started(spec.epoch, spec.commit_only)
         final_rdd, persisted = self._build(dumps(spec))
         try:
             with call_site(self.spark.sparkContext, final_rdd.name()):

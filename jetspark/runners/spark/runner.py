@@ -209,7 +209,8 @@ class SparkJob(JobHandle):
     def live_metrics(self) -> dict[str, dict[str, int]]:
         """While the job runs: per vertex, items `received` and `emitted` so far as its tasks last
         reported them (about every second, best effort); `metrics()` has the exact figures once
-        the job has ended. Empty for jobs in epochs and where tasks cannot reach the driver."""
+        the job has ended. A job in epochs: the running epoch's (`EpochJob.epoch_stats` adds them
+        to the committed epochs'). Empty where tasks cannot reach the driver."""
         live = self._live
         return live.figures() if live is not None and not self._finished.is_set() else {}
 
@@ -447,8 +448,8 @@ class SparkRunner:
         check_picklable(plan, config)
         carriers = {s.index: (s.downstream[0] if s.downstream else DRIVER) for s in stages.stages}
         rdd_sources = frozenset(v.name for v in dag if isinstance(v.meta_supplier, RddSource))
-        # a batch job's tasks send their counts while they run (a job in epochs has committed ones)
-        live = LiveMetrics.open(sc.getConf().get("spark.driver.host", "127.0.0.1")) if store is None else None
+        # the tasks send their counts while they run (a job in epochs': the running epoch's)
+        live = LiveMetrics.open(sc.getConf().get("spark.driver.host", "127.0.0.1"))
         spec = TaskSpec(
             plan,
             stages,
@@ -482,6 +483,7 @@ class SparkRunner:
                 build=build,
                 max_restarts=self.max_restarts,
                 backoff=self.restart_backoff,
+                live=live,
             )
             return job.start_from(initial)
         decisions: list[StageDecision] | None = None if config.adaptive_parallelism is None else []

@@ -38,7 +38,7 @@ from jetspark.runners.member import MemberExecution
 from jetspark.runners.output import AttemptStaging
 from jetspark.runners.spark.epoch_task import EpochAborted, EpochSpec, EpochTask
 from jetspark.runners.spark.failures import encode_failure
-from jetspark.runners.spark.live import Address, LiveReporter
+from jetspark.runners.spark.live import NO_EPOCH, Address, LiveReporter
 from jetspark.runners.spark.records import (
     EpochAbortRecord,
     MetricsRecord,
@@ -162,8 +162,8 @@ def run_stage_task(
     placements = [(v, m) for m in members for v in stage.vertices]
     error: BaseException | None = None
     reporter = (
-        LiveReporter(spec.live, stage_index, member, staging.attempt)
-        if spec.live is not None and epoch is None
+        LiveReporter(spec.live, stage_index, member, staging.attempt, _epoch_number(epoch))
+        if spec.live is not None
         else None
     )
     if epoch is None:
@@ -254,6 +254,11 @@ def run_stage_task(
             reader.close()
         if reporter is not None:
             reporter.close()
+
+
+def _epoch_number(epoch: EpochTask | None) -> int:
+    """The tag of the task's live reports: its epoch, or none in a batch job."""
+    return NO_EPOCH if epoch is None or epoch.spec.commit_only else epoch.spec.epoch
 
 
 def _either(first: Callable[[], bool] | None, second: Callable[[], bool]) -> Callable[[], bool]:

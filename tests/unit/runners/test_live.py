@@ -17,7 +17,10 @@ def test_the_driver_sums_the_latest_report_of_each_member_and_ignores_the_rest()
         second = LiveReporter(live.address, stage=0, member=1, attempt=2)
         first.send({"numbers": {"received": 0, "emitted": 100}})
         second.send({"numbers": {"received": 0, "emitted": 50}})
-        wait_until(lambda: live.figures() == {"numbers": {"received": 0, "emitted": 150}}, "two members")
+        wait_until(
+            lambda: live.figures() == {"numbers": {"received": 0, "emitted": 150, "backpressured_ms": 0}},
+            "two members",
+        )
         first.send({"numbers": {"received": 0, "emitted": 300}})  # a later report replaces the earlier
         wait_until(lambda: live.figures()["numbers"]["emitted"] == 350, "the newer report")
         retry = LiveReporter(live.address, stage=0, member=0, attempt=7)  # a retry of member 0's task
@@ -35,8 +38,8 @@ def test_the_driver_sums_the_latest_report_of_each_member_and_ignores_the_rest()
         marker.send({"sink": {"received": 5, "emitted": 0}})  # sent after the rest: all were read
         wait_until(lambda: "sink" in live.figures(), "the marker")
         assert live.figures() == {
-            "numbers": {"received": 0, "emitted": 60},
-            "sink": {"received": 5, "emitted": 0},
+            "numbers": {"received": 0, "emitted": 60, "backpressured_ms": 0},
+            "sink": {"received": 5, "emitted": 0, "backpressured_ms": 0},
         }
         live.reset()
         assert live.figures() == {}
@@ -59,7 +62,35 @@ def test_a_reporter_sends_at_most_once_per_interval() -> None:
         for _ in range(1000):
             reporter.tick(counts, interval=60)
         assert len(calls) == 1  # the counts are not even read between reports
-        wait_until(lambda: live.figures() == {"v": {"received": 1, "emitted": 0}}, "one report")
+        wait_until(
+            lambda: live.figures() == {"v": {"received": 1, "emitted": 0, "backpressured_ms": 0}},
+            "one report",
+        )
         reporter.close()
+    finally:
+        live.close()
+
+
+def test_back_pressure_travels_and_only_the_followed_epochs_reports_count() -> None:
+    live = LiveMetrics("127.0.0.1")
+    try:
+        batch = LiveReporter(live.address, stage=0, member=0, attempt=1)  # no epoch: a batch job's
+        live.follow(3)
+        old = LiveReporter(live.address, stage=0, member=0, attempt=1, epoch=2)
+        running = LiveReporter(live.address, stage=0, member=1, attempt=2, epoch=3)
+        batch.send({"numbers": {"emitted": 500}})
+        old.send({"numbers": {"emitted": 700}})
+        running.send({"numbers": {"emitted": 40, "backpressured_ms": 250}})
+        wait_until(lambda: "numbers" in live.figures(), "epoch 3's report")
+        assert live.figures() == {"numbers": {"received": 0, "emitted": 40, "backpressured_ms": 250}}
+        live.pause()  # the epoch ended: its late reports are dropped
+        running.send({"numbers": {"emitted": 41}})
+        live.follow(4)
+        marker = LiveReporter(live.address, stage=1, member=0, attempt=3, epoch=4)
+        marker.send({"sink": {"received": 1}})
+        wait_until(lambda: "sink" in live.figures(), "epoch 4's report")
+        assert "numbers" not in live.figures()
+        for reporter in (batch, old, running, marker):
+            reporter.close()
     finally:
         live.close()
