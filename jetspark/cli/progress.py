@@ -1,12 +1,13 @@
 """The terminal progress display of `jetspark run` and `jetspark submit`, drawn with rich.
 
-While a job runs, a table on standard error shows per vertex the items received and emitted and
-their input and output rates, read from the job handle's `metrics()` (live on the local runner; on
-Spark the figures of a batch job are the counts its tasks send while they run, about every second,
-and the exact ones when it ends; a job in epochs shows each committed epoch's), and on Spark the
-progress of each Spark stage of the job (`SparkJob.spark_stages()`, from Spark's status tracker).
-A job in epochs also shows the running epoch, how long it has run, and the last committed one's
-duration. A source that knows its size (a bounded `from_iterable` or `generator_stream`) gets a
+While a job runs, a table on standard error shows per vertex the items received and emitted,
+their input and output rates and the share of time the vertex was back-pressured, read from the
+job handle's `metrics()` (live on the local runner; on Spark the figures of a batch job are the
+counts its tasks send while they run, about every second, and the exact ones when it ends; a job
+in epochs shows its committed epochs' counts plus the running epoch's as its tasks last reported
+them, `EpochJob.epoch_stats`), and on Spark the progress of each Spark stage of the job
+(`SparkJob.spark_stages()`, from Spark's status tracker). A job in epochs also shows the running
+epoch, how long it has run, the last committed one's duration, items and snapshot size. A source that knows its size (a bounded `from_iterable` or `generator_stream`) gets a
 line with the share of it emitted and, at its current output rate, the time left. When nothing moves (no count, no epoch, no Spark task) for `STALL` seconds a line says
 so; once the job has ended the rates are its averages. Before that, `spark_start_display` says
 that the Spark session is starting (tens of seconds of a JVM starting up, otherwise silent).
@@ -45,8 +46,8 @@ class JobProgress:
         self._started = clock()
         self._stall = stall
         self._previous: tuple[float, dict[str, dict[str, int]]] | None = None
-        #: vertex -> (items received per second, items emitted per second)
-        self._rates: dict[str, tuple[float, float]] = {}
+        #: vertex -> (items received per second, items emitted per second, share back-pressured)
+        self._rates: dict[str, tuple[float, float, float]] = {}
         #: What was seen last (counts, epochs, Spark tasks) and since when it has not changed.
         self._seen: tuple[Any, float] | None = None
 
@@ -54,19 +55,14 @@ class JobProgress:
         """The job's metrics now; updates the per-vertex input and output rates: since the last
         reading while the job runs, its averages over the whole run once it has ended."""
         now = self._clock()
-        metrics: dict[str, dict[str, int]] = self.job.metrics() or _live(self.job)
+        metrics = _counts(self.job)
         if _status(self.job) in _ENDED and now > self._started:
             for vertex, figures in metrics.items():
-                span = now - self._started
-                self._rates[vertex] = (figures.get("received", 0) / span, figures.get("emitted", 0) / span)
+                self._rates[vertex] = _rates(self.job, vertex, figures, {}, now - self._started)
         elif self._previous is not None and now > self._previous[0]:
             then, before = self._previous
             for vertex, figures in metrics.items():
-                was = before.get(vertex, {})
-                self._rates[vertex] = (
-                    max(figures.get("received", 0) - was.get("received", 0), 0) / (now - then),
-                    max(figures.get("emitted", 0) - was.get("emitted", 0), 0) / (now - then),
-                )
+                self._rates[vertex] = _rates(self.job, vertex, figures, before.get(vertex, {}), now - then)
         self._previous = (now, metrics)
         self._note_progress(now, metrics)
         return metrics
@@ -110,19 +106,23 @@ class JobProgress:
             ("jetspark ", "bold"), (str(self.job.name), "bold cyan"), f"  {status}  {elapsed:.1f} s"
         )
         vertices = Table(box=None, pad_edge=False, show_edge=False)
-        for header in ("vertex", "received", "emitted", "in/s", "out/s"):
+        for header in ("vertex", "received", "emitted", "in/s", "out/s", "back-pressured"):
             vertices.add_column(header, justify="left" if header == "vertex" else "right")
         for name in _vertex_names(self.job):
             figures = metrics.get(name)
             if figures is None:
-                vertices.add_row(Text(name), "…", "…", "", "")
+                vertices.add_row(Text(name), "…", "…", "", "", "")
                 continue
             rates = self._rates.get(name)
             vertices.add_row(
                 Text(name),  # never read as rich markup: names may hold brackets
                 f"{figures.get('received', 0):,}",
                 f"{figures.get('emitted', 0):,}",
-                *((f"{rates[0]:,.0f}", f"{rates[1]:,.0f}") if rates is not None else ("", "")),
+                *(
+                    (f"{rates[0]:,.0f}", f"{rates[1]:,.0f}", f"{rates[2]:.0%}")
+                    if rates is not None
+                    else ("", "", "")
+                ),
             )
         parts: list[Any] = [title]
         epochs = _epoch_line(self.job, time.monotonic())  # the epochs' times are monotonic
@@ -132,7 +132,8 @@ class JobProgress:
         if status in _ENDED:
             parts.append(
                 Text(
-                    "in/s and out/s: items received and emitted per second, averaged over the run",
+                    "in/s and out/s: items received and emitted per second; back-pressured: the share "
+                    "of its processors' time a full queue held them up; averaged over the run",
                     style="dim",
                 )
             )
@@ -181,7 +182,65 @@ def _epoch_line(job: Any, now: float) -> Text | None:
     if last is not None:
         parts.append(f"epoch {last[0]} committed in {last[1]:.1f} s")
     parts.append(f"{job.epochs_committed} committed, {getattr(job, 'epochs_aborted', 0)} aborted")
+    figures = _last_committed(job)
+    if figures is not None:
+        parts.append(
+            f"epoch {figures['epoch']}: {figures['items_in'] or 0:,} items in, {figures['items_out'] or 0:,} out, "
+            f"state {_size(figures['state_bytes'] or 0)} in {figures['state_entries'] or 0:,} entries"
+        )
     return Text("  ".join(parts))
+
+
+def _last_committed(job: Any) -> dict[str, Any] | None:
+    """The last committed epoch's figures (`EpochJob.epoch_stats`), if the job keeps them."""
+    stats = getattr(job, "epoch_stats", None)
+    if stats is None:
+        return None
+    found: dict[str, Any] | None = next((e for e in stats.epochs() if e["outcome"] == "committed"), None)
+    return found
+
+
+def _size(count: int) -> str:
+    """Bytes as B, kB, MB or GB (powers of 1000)."""
+    for unit in ("B", "kB", "MB"):
+        if count < 1000:
+            return f"{count:,.0f} {unit}" if unit == "B" else f"{count:,.1f} {unit}"
+        count /= 1000  # type: ignore[assignment]
+    return f"{count:,.1f} GB"
+
+
+def _counts(job: Any) -> dict[str, dict[str, int]]:
+    """The job's per-vertex figures now: `metrics()`; on a Spark batch job before it ends, the
+    counts its tasks report; on a job in epochs, its committed epochs' counts plus the running
+    epoch's (`EpochJob.epoch_stats.counts()`)."""
+    metrics: dict[str, dict[str, int]] = job.metrics()
+    stats = getattr(job, "epoch_stats", None)
+    if stats is None:
+        return metrics or _live(job)
+    out = {vertex: dict(figures) for vertex, figures in metrics.items()}
+    for vertex, figures in stats.counts().items():
+        out.setdefault(vertex, {}).update(figures)
+    return out
+
+
+def _rates(
+    job: Any, vertex: str, figures: dict[str, int], before: dict[str, int], seconds: float
+) -> tuple[float, float, float]:
+    """Items in and out per second and the share of time back-pressured over `seconds`, since
+    the figures `before` (empty: since the start)."""
+
+    def grown(name: str) -> float:
+        return max(figures.get(name, 0) - before.get(name, 0), 0) / seconds
+
+    share = grown("backpressured_ms") / 1000 / _processors(job, vertex)
+    return grown("received"), grown("emitted"), min(share, 1.0)
+
+
+def _processors(job: Any, vertex: str) -> int:
+    """Processors the job's plan deploys for `vertex` (1 where it has no plan)."""
+    plan = getattr(job, "plan", None)
+    planned = plan.vertices.get(vertex) if plan is not None else None
+    return max(len(planned.processor_ids()), 1) if planned is not None else 1
 
 
 def _source_totals(job: Any) -> dict[str, int]:

@@ -13,6 +13,7 @@ import traceback
 from typing import Any
 
 from jetspark.runners.member import PENDING_FIGURES, WATERMARK_FIGURES
+from jetspark.web.history import epoch_stats
 
 #: Figures of a vertex that are the engine's own; every other one is a processor's counter
 #: (`Processor.custom_metrics`, such as `late_items_dropped`).
@@ -26,6 +27,8 @@ BACKPRESSURE_LEVELS = ((0.5, "high"), (0.1, "low"), (0.0, "ok"))
 
 #: Failures and aborted epochs listed on a job page, the newest.
 MAX_EXCEPTIONS = 20
+#: Epochs listed on a job page, the newest.
+MAX_EPOCHS = 20
 #: Spark jobs (one per epoch) linked on a job page, the newest.
 MAX_SPARK_LINKS = 10
 
@@ -107,22 +110,49 @@ def _text_entry(at: Any, what: str, message: str, trace: str = "") -> dict[str, 
 
 
 def epochs(job: Any, snapshots: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """A job in epochs: epochs committed and aborted, the last abort's cause and the last epochs
-    (from the committed snapshots, newest first: each epoch ends in one), each with the seconds
-    since the commit before it. None for other jobs."""
+    """A job in epochs: epochs committed and aborted, the last abort's cause, the running epoch,
+    and the last epochs, newest first. From the job's per-epoch figures (`epoch_stats`: items in
+    and out, snapshot size, sink bytes, commit time, aborts with causes, the running epoch's live
+    counts) where it keeps them; else from the committed snapshots (each epoch ends in one), each
+    with the seconds since the commit before it. None for other jobs."""
     if not hasattr(job, "epochs_committed"):
         return None
-    listed = []
-    for newer, older in zip(snapshots, [*snapshots[1:], None]):
-        duration = None if older is None else round(newer["created"] - older["created"], 2)
-        listed.append({**newer, "epoch": newer["id"], "duration_s": duration})
-    last = next((e["duration_s"] for e in listed if e["duration_s"] is not None), None)
+    stats = epoch_stats(job)
+    if stats is not None:
+        listed = [_epoch_row(e) for e in stats.epochs()[:MAX_EPOCHS]]
+    else:
+        listed = []
+        for newer, older in zip(snapshots, [*snapshots[1:], None]):
+            duration = None if older is None else round(newer["created"] - older["created"], 2)
+            listed.append(
+                {**newer, "epoch": newer["id"], "duration_s": duration, "time_text": newer.get("created_text")}
+            )
+    last = next(
+        (e["duration_s"] for e in listed if e["duration_s"] is not None and e.get("outcome") in ENDED_WELL),
+        None,
+    )
+    running = next((e for e in listed if e.get("outcome") == "running"), None)
     return {
         "committed": getattr(job, "epochs_committed", 0),
         "aborted": getattr(job, "epochs_aborted", 0),
         "last_abort": getattr(job, "last_abort", None),
         "last_duration_s": last,
+        "running": None if running is None else f"epoch {running['epoch']}, {running['duration_s']:.1f} s",
         "list": listed,
+    }
+
+
+#: Outcomes of epochs whose work counts (`epoch_stats`); rows read from snapshots have none.
+ENDED_WELL = ("committed", "completed", None)
+
+
+def _epoch_row(figures: dict[str, Any]) -> dict[str, Any]:
+    """One epoch of `EpochStats.epochs()` as the epochs table shows it."""
+    at = figures["ended"] if figures["ended"] is not None else figures["started"]
+    return {
+        **{name: value for name, value in figures.items() if name != "vertices"},
+        "time_text": time.strftime("%H:%M:%S", time.localtime(at)),
+        "cause": figures["cause"] or "",
     }
 
 

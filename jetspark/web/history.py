@@ -2,8 +2,8 @@
 
 A page shows figures of the moment; the charts need the minutes before it, whether or not a
 page was open. So the registry's `Sampler` reads every running job's per-vertex counters once a
-`SAMPLE_SECONDS` (on the local runner `metrics()`; on Spark what the tasks last reported, or for a
-job in epochs its committed epochs' figures) into a `History` of `HISTORY_SECONDS`, and reads an
+`SAMPLE_SECONDS` (on the local runner `metrics()`; on Spark what the tasks last reported, for a
+job in epochs added to its committed epochs' figures) into a `History` of `HISTORY_SECONDS`, and reads an
 ended job once more, for its final figures. Rates and back-pressure are differences between two
 samples of a history: nothing is added to the engine's hot path.
 """
@@ -111,10 +111,27 @@ class Sampler:
         self._thread.join(10)
 
 
+def epoch_stats(job: Any) -> Any | None:
+    """A job in epochs' per-epoch figures (`runners.spark.epoch_stats.EpochStats`, the handle's
+    `epoch_stats`); None for other jobs. The one place the web UI finds them."""
+    return getattr(job, "epoch_stats", None)
+
+
 def read_counters(job: Any) -> dict[str, dict[str, int]]:
-    """The job's per-vertex counters now: `metrics()`, or on a running Spark job the counts its
-    tasks last reported (`live_metrics()`)."""
+    """The job's per-vertex figures now: `metrics()`; on a running Spark batch job the counts its
+    tasks last reported (`live_metrics()`); on a job in epochs its committed epochs' counters plus
+    the running epoch's as its tasks last reported them."""
     metrics: dict[str, dict[str, int]] = job.metrics()
+    stats = epoch_stats(job)
+    if stats is not None:
+        try:
+            counts: dict[str, dict[str, int]] = stats.counts()
+        except Exception:  # the job is going away: its committed figures
+            return metrics
+        out = {vertex: dict(figures) for vertex, figures in metrics.items()}
+        for vertex, figures in counts.items():
+            out.setdefault(vertex, {}).update(figures)
+        return out
     if not metrics and hasattr(job, "live_metrics"):
         try:
             metrics = job.live_metrics()

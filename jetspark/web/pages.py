@@ -7,6 +7,7 @@ as markup). Every value put into the markup here is escaped.
 
 from __future__ import annotations
 
+import json
 from html import escape
 from typing import Any
 
@@ -30,6 +31,9 @@ svg.dag g.vertex[data-backpressure="low"] rect { fill: #fff3d1; stroke: #c79a1e;
 svg.dag g.vertex[data-backpressure="high"] rect { fill: #fbdcdc; stroke: #c0392b; stroke-width: 2; }
 td[data-backpressure="low"] { background: #fff3d1; } td[data-backpressure="high"] { background: #fbdcdc; }
 .charts { display: flex; flex-wrap: wrap; gap: .6em; } .charts img { border: 1px solid #ddd; }
+#epoch-list tr[data-outcome="aborted"] td { background: #fbdcdc; }
+#epoch-list tr[data-outcome="running"] td { background: #e7f5ea; }
+#epoch-list td.cause { max-width: 40em; white-space: normal; overflow-wrap: anywhere; font-size: 12px; }
 .exception { border-left: 3px solid #c00; padding: .2em .8em; margin: .5em 0; }
 .exception pre { white-space: pre-wrap; overflow-wrap: anywhere; font-size: 12px; background: #f7f7f7;
   padding: .5em; margin: .3em 0; }
@@ -85,8 +89,7 @@ async function refreshJob(key) {
   document.getElementById('error').textContent = job.error || '';
   refill('#snapshot-list tbody', job.snapshot_list,
     ['id', 'created_text', 'duration_ms', 'entries', 'bytes', 'files']);
-  if (job.epochs) refill('#epoch-list tbody', job.epochs.list,
-    ['epoch', 'created_text', 'duration_s', 'bytes', 'files']);
+  if (job.epochs) refill('#epoch-list tbody', job.epochs.list, EPOCH_FIELDS, 'outcome');
   showExceptions(job.exceptions);
   const links = document.getElementById('spark-links');
   const newest = job.spark_links.length ? job.spark_links[job.spark_links.length - 1].url : '';
@@ -116,16 +119,19 @@ async function refreshJob(key) {
     }
   }
 }
-function refill(selector, rows, fields) {
+const TEXT_FIELDS = ['created_text', 'time_text', 'outcome', 'cause'];
+function refill(selector, rows, fields, mark) {
   const body = document.querySelector(selector);
   if (!body) return;
   body.replaceChildren();
   for (const r of rows) {
     const tr = document.createElement('tr');
+    if (mark) tr.dataset[mark] = r[mark] ?? '';
     for (const field of fields) {
       const td = document.createElement('td');
       td.textContent = fmt(r[field]);
-      if (field !== 'created_text') td.className = 'num';
+      td.dataset.field = field;
+      td.className = TEXT_FIELDS.includes(field) ? field : 'num';
       tr.appendChild(td);
     }
     body.appendChild(tr);
@@ -254,11 +260,26 @@ VERTEX_COLUMNS = (
 )
 EPOCH_COLUMNS = (
     ("epoch", "epoch"),
-    ("created_text", "committed"),
+    ("outcome", "outcome"),
+    ("time_text", "ended"),
+    ("duration_s", "duration (s)"),
+    ("items_in", "items in"),
+    ("items_out", "items out"),
+    ("state_bytes", "state bytes"),
+    ("state_entries", "state entries"),
+    ("sink_bytes", "sink bytes"),
+    ("commit_ms", "commit (ms)"),
+    ("cause", "cause"),
+)
+#: Epoch columns of a job whose handle keeps no per-epoch figures (from its snapshots).
+SNAPSHOT_EPOCH_COLUMNS = (
+    ("epoch", "epoch"),
+    ("time_text", "committed"),
     ("duration_s", "duration (s)"),
     ("bytes", "bytes"),
     ("files", "files"),
 )
+TEXT_FIELDS = ("created_text", "time_text", "outcome", "cause")
 
 
 def _vertex_row(v: dict[str, Any]) -> str:
@@ -327,29 +348,47 @@ def _exceptions(entries: list[dict[str, Any]]) -> str:
 
 
 def _epochs(epochs: dict[str, Any]) -> str:
-    """A job in epochs: counts, the last abort's cause, the last epoch's duration, the last epochs."""
+    """A job in epochs: counts, the running epoch, the last abort's cause, the last epoch's
+    duration, and the last epochs with their figures (the script refills the table)."""
     facts = "".join(
         f'<tr><th>{title}</th><td data-field="epochs.{field}">{escape("" if epochs[field] is None else str(epochs[field]))}</td></tr>'
         for field, title in (
             ("committed", "epochs committed"),
             ("aborted", "epochs aborted"),
+            ("running", "running"),
             ("last_duration_s", "last epoch (s)"),
             ("last_abort", "last abort"),
         )
     )
-    head = "".join(f"<th>{title}</th>" for _, title in EPOCH_COLUMNS)
+    columns = epoch_columns(epochs["list"])
+    head = "".join(f"<th>{title}</th>" for _, title in columns)
     rows = "".join(
-        "<tr>"
-        + "".join(_cell(field, e[field], num=field != "created_text") for field, _ in EPOCH_COLUMNS)
+        f'<tr data-outcome="{escape(str(e.get("outcome") or ""), quote=True)}">'
+        + "".join(
+            _cell(field, e.get(field), num=field not in TEXT_FIELDS, extra=f' class="{field}"')
+            for field, _ in columns
+        )
         + "</tr>"
         for e in epochs["list"]
     )
+    fields = json.dumps([field for field, _ in columns])
     return (
         f"<h2>epochs</h2><table id=epoch-facts>{facts}</table>"
-        f"<table id=epoch-list><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
-        '<p class="muted">The last epochs the checkpoint store retains; an epoch\'s duration is the time '
-        "between its commit and the one before.</p>"
+        f'<div class="scroll"><table id=epoch-list><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>'
+        f"<script>const EPOCH_FIELDS = {fields};</script>"
+        '<p class="muted">The last epochs, newest first. Items in: emitted by the sources; items out: '
+        "received by the sinks; state: the snapshot the epoch ended with (bytes, entries); sink bytes: "
+        "what file sinks wrote; commit: the driver's commit of the snapshot. The running epoch shows "
+        "what its tasks last reported (about every second); an aborted epoch's work is thrown away "
+        "and it runs again.</p>"
     )
+
+
+def epoch_columns(listed: list[dict[str, Any]]) -> tuple[tuple[str, str], ...]:
+    """The per-epoch figures' columns, or where a job keeps none its snapshots' columns."""
+    if listed and "outcome" not in listed[0]:
+        return SNAPSHOT_EPOCH_COLUMNS
+    return EPOCH_COLUMNS
 
 
 def job_page(job: dict[str, Any], svg: str, token: str) -> str:

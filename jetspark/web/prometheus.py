@@ -4,8 +4,12 @@ Read at scrape time from the same handles the pages show (`JobRegistry`), so a s
 `metrics()` call per job and nothing while nobody scrapes. Per job and vertex (labels `job`, the
 job's name, and `vertex`): items received and emitted (counters), the gauges the job reports
 (`queued`, `input_watermark`, ...) and every processor's own counters (`custom_metrics()`, for
-example `late_items_dropped`), each a metric `jetspark_vertex_<name>`. Per job: its status (one
-series per status, 1 for the current one), restarts, and, for jobs in epochs, epochs committed.
+example `late_items_dropped`), each a metric `jetspark_vertex_<name>`; on a running Spark job the
+counts include what its tasks last reported (for a job in epochs, the running epoch's). Per job:
+its status (one series per status, 1 for the current one), restarts, and, for jobs in epochs,
+epochs committed and aborted, the running epoch's number and the last committed epoch's figures
+(`jetspark_job_last_epoch_<figure>`: duration, items in and out, state bytes and entries, sink
+bytes, commit seconds).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from jetspark.runners.job import JobStatus
+from jetspark.web.history import epoch_stats, read_counters
 from jetspark.web.registry import JobRegistry
 
 #: The figures that only grow, exported as counters; every other number is a gauge.
@@ -26,6 +31,16 @@ COUNTERS = {
     "emitted": ("jetspark_vertex_items_emitted", "Items the vertex's processors emitted downstream"),
 }
 _NOT_A_NAME = re.compile(r"[^a-zA-Z0-9_]")
+#: The last committed epoch's figures (`EpochStats.epochs()`), as gauges: name, help, scale.
+LAST_EPOCH = {
+    "duration_s": ("jetspark_job_last_epoch_duration_seconds", "Seconds from its start to its commit", 1.0),
+    "items_in": ("jetspark_job_last_epoch_items_in", "Items the sources emitted in it", 1.0),
+    "items_out": ("jetspark_job_last_epoch_items_out", "Items the sinks received in it", 1.0),
+    "state_bytes": ("jetspark_job_last_epoch_state_bytes", "Bytes of the snapshot it ended with", 1.0),
+    "state_entries": ("jetspark_job_last_epoch_state_entries", "Entries of the snapshot it ended with", 1.0),
+    "sink_bytes": ("jetspark_job_last_epoch_sink_bytes", "Bytes the file sinks wrote in it", 1.0),
+    "commit_ms": ("jetspark_job_last_epoch_commit_seconds", "Seconds the driver's commit took", 0.001),
+}
 
 
 def metric_name(figure: str) -> str:
@@ -48,6 +63,16 @@ class JobsCollector(Collector):
         epochs = CounterMetricFamily(
             "jetspark_job_epochs_committed", "Epochs committed (jobs in epochs)", labels=["job"]
         )
+        aborted = CounterMetricFamily(
+            "jetspark_job_epochs_aborted", "Epochs aborted (jobs in epochs)", labels=["job"]
+        )
+        running = GaugeMetricFamily(
+            "jetspark_job_running_epoch", "The epoch running now (jobs in epochs)", labels=["job"]
+        )
+        last_epoch = {
+            field: GaugeMetricFamily(name, f"The last committed epoch: {text}", labels=["job"])
+            for field, (name, text, _) in LAST_EPOCH.items()
+        }
         for key in self._registry.numbers():
             job = self._registry.get(key)
             if job is None:
@@ -59,6 +84,8 @@ class JobsCollector(Collector):
             committed = getattr(job, "epochs_committed", None)
             if isinstance(committed, int):
                 epochs.add_metric([name], float(committed))
+                aborted.add_metric([name], float(getattr(job, "epochs_aborted", 0) or 0))
+            _epoch_figures(job, name, running, last_epoch)
             for vertex, figures in _metrics_of(job).items():
                 for figure, value in figures.items():
                     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -67,20 +94,40 @@ class JobsCollector(Collector):
         yield status
         yield restarts
         yield epochs
+        yield aborted
+        yield running
+        yield from last_epoch.values()
         yield from families.values()
 
 
 def _metrics_of(job: Any) -> dict[str, dict[str, Any]]:
     try:
-        metrics: dict[str, dict[str, Any]] = job.metrics()
+        return read_counters(job)
     except Exception:  # a job between states: no figures this scrape
         return {}
-    if not metrics and hasattr(job, "live_metrics"):  # a running Spark batch job's reported counts
-        try:
-            metrics = job.live_metrics()
-        except Exception:
-            return {}
-    return metrics
+
+
+def _epoch_figures(
+    job: Any, name: str, running: GaugeMetricFamily, last_epoch: dict[str, GaugeMetricFamily]
+) -> None:
+    """The running epoch's number and the last committed epoch's figures of a job in epochs."""
+    stats = epoch_stats(job)
+    if stats is None:
+        return
+    try:
+        listed = stats.epochs()
+    except Exception:  # the job is going away
+        return
+    now = next((e for e in listed if e["outcome"] == "running"), None)
+    if now is not None:
+        running.add_metric([name], float(now["epoch"]))
+    last = next((e for e in listed if e["outcome"] == "committed"), None)
+    if last is None:
+        return
+    for field, (_, _, scale) in LAST_EPOCH.items():
+        value = last.get(field)
+        if isinstance(value, (int, float)):
+            last_epoch[field].add_metric([name], float(value) * scale)
 
 
 def _family(

@@ -118,10 +118,9 @@ class JobRegistry:
         failures, Spark stages and links."""
         job = self._jobs[key]
         out = self.summary(key)
-        metrics = job.metrics()  # type: ignore[attr-defined]
-        out["live"] = not metrics and hasattr(job, "live_metrics")
-        if out["live"]:  # a running Spark job: the counts its tasks last reported
-            metrics = _call(job, "live_metrics", {})
+        # a running Spark job: the counts its tasks last reported (in epochs: the running epoch's)
+        out["live"] = job.status is JobStatus.RUNNING and hasattr(job, "live_metrics")
+        metrics = read_counters(job)
         plan = getattr(job, "plan", None)
         dag = getattr(job, "dag", None)
         names = [vertex.name for vertex in dag] if dag is not None else []
@@ -183,11 +182,15 @@ class JobRegistry:
 
     def durations(self, key: int) -> tuple[str, list[str], list[float]]:
         """The chart of the last snapshots' durations (local runner, measured) or the last epochs'
-        (on Spark: the time between consecutive commits), oldest first."""
+        that counted (on Spark: from start to commit), oldest first."""
         job = self._jobs[key]
         if hasattr(job, "epochs_committed"):
             listed = figures.epochs(job, committed_snapshots(job)) or {"list": []}
-            timed = [e for e in reversed(listed["list"]) if e["duration_s"] is not None]
+            timed = [
+                e
+                for e in reversed(listed["list"])
+                if e["duration_s"] is not None and e.get("outcome") in figures.ENDED_WELL
+            ]
             return "epoch duration", [f"epoch {e['epoch']}" for e in timed], [e["duration_s"] for e in timed]
         taken = list(getattr(job, "snapshot_history", ()))[-MAX_SNAPSHOTS:]
         return "snapshot duration", [f"snapshot {h['id']}" for h in taken], [h["duration"] for h in taken]

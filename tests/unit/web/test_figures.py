@@ -11,6 +11,8 @@ import pytest
 
 from jetspark.core.errors import JobFailedError
 from jetspark.runners.job import JobFailure, JobStatus
+from jetspark.runners.spark.epoch_stats import EpochStats
+from jetspark.runners.spark.records import DriverReports
 from jetspark.web import figures
 from jetspark.web.charts import duration_chart, rate_chart
 from jetspark.web.history import History
@@ -104,6 +106,40 @@ def test_epochs_take_their_durations_from_consecutive_commits() -> None:
     assert [(e["epoch"], e["duration_s"]) for e in shown["list"]] == [(7, 29.5), (6, 0.5), (5, None)]
     assert (shown["committed"], shown["aborted"], shown["last_duration_s"]) == (8, 1, 29.5)
     assert figures.epochs(SimpleNamespace(), snapshots) is None  # not a job in epochs
+
+
+def test_epochs_of_a_job_that_keeps_per_epoch_figures_list_them_running_first() -> None:
+    clock = [100.0]
+    stats = EpochStats(["numbers"], ["sink"], clock=lambda: clock[0], wall=lambda: clock[0])
+    reports = DriverReports(["numbers", "sink"])
+    reports.metrics["numbers"]["emitted"] = 40
+    reports.metrics["sink"].update(received=40, bytes_written=300)
+    reports.snapshot_files = [{"size": 80, "entries": 3}]
+    stats.started(0)
+    clock[0] = 102.0
+    with stats.commit(0, reports):
+        clock[0] = 102.5
+    stats.started(1)
+    stats.aborted(1, "task lost")
+    stats.started(1)
+    clock[0] = 104.0
+    job: Any = SimpleNamespace(
+        epochs_committed=1, epochs_aborted=1, last_abort="task lost", epoch_stats=stats
+    )
+    shown = figures.epochs(job, [])
+    assert shown is not None
+    assert [(e["epoch"], e["outcome"]) for e in shown["list"]] == [
+        (1, "running"),
+        (1, "aborted"),
+        (0, "committed"),
+    ]
+    running, aborted, committed = shown["list"]
+    assert shown["running"] == "epoch 1, 1.5 s" and running["duration_s"] == 1.5
+    assert aborted["cause"] == "task lost" and running["cause"] == ""
+    assert (committed["items_in"], committed["items_out"], committed["sink_bytes"]) == (40, 40, 300)
+    assert (committed["state_bytes"], committed["state_entries"], committed["commit_ms"]) == (80, 3, 500.0)
+    assert shown["last_duration_s"] == 2.5  # the committed epoch's: start to end of commit
+    assert "vertices" not in committed
 
 
 def test_spark_links_are_bounded_to_the_newest() -> None:
