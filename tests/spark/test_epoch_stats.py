@@ -4,16 +4,19 @@ tasks report them, before it commits."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from jetspark import DAG, Edge, JobConfig, ProcessingGuarantee
+from jetspark.cli.progress import JobProgress
 from jetspark.processors import generator_stream, write_jsonl
 from jetspark.runners.job import JobStatus
 from jetspark.runners.spark import SparkRunner
 from tests.gates import Gate, gated_pass
+from tests.unit.cli.test_progress import ANSI, drawn, figures_in
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.spark
@@ -53,6 +56,8 @@ def test_an_epochs_counts_rise_while_it_runs_and_each_epoch_keeps_its_figures(
         running = job.epoch_stats.running()
         assert running is not None and running["epoch"] == 0 and running["items_out"] == 100
         assert job.epochs_committed == 0 and job.metrics().get("files", {}).get("received", 0) == 0
+        view = JobProgress(job)
+        assert figures_in(drawn(view))["files"] == (100, 0)  # the terminal shows the live counts
         gate.hold_at(250)  # the same epoch goes on: its counts rise
         wait_until(lambda: received(job, "files") == 250, "250 items into the sink, live", 120)
         wait_until(
@@ -60,6 +65,10 @@ def test_an_epochs_counts_rise_while_it_runs_and_each_epoch_keeps_its_figures(
             "the source's back-pressure, live",
             120,
         )
+        shown = ANSI.sub("", drawn(view))
+        assert figures_in(shown)["files"] == (250, 0), shown
+        assert re.search(r"epoch 0 running \d+\.\d s  0 committed, 0 aborted", shown), shown
+        assert re.search(r"vertex .* back-pressured", shown), shown
         assert job.epochs_committed == 0 and job.epoch_stats.running()["epoch"] == 0
         assert job.status is JobStatus.RUNNING
     finally:

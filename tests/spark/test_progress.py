@@ -106,5 +106,9 @@ def test_jetspark_run_on_a_terminal_says_spark_is_starting_and_shows_the_epochs(
     assert committed, shown
     epoch, seconds, count = committed[-1]
     assert int(count) >= 1 and int(epoch) >= 1 and float(seconds) > 0
+    # and the last committed epoch's figures
+    assert re.search(r"epoch \d+: [\d,]+ items in, [\d,]+ out, state [\d.,]+ k?B in [\d,]+ entries", shown), (
+        shown
+    )
     assert re.search(r"vertex\s+received\s+emitted\s+in/s\s+out/s", shown), shown
     assert figures_in(shown)["sink"] == (3, 0)  # the three counts, once
