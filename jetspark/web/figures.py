@@ -125,7 +125,12 @@ def epochs(job: Any, snapshots: list[dict[str, Any]]) -> dict[str, Any] | None:
         for newer, older in zip(snapshots, [*snapshots[1:], None]):
             duration = None if older is None else round(newer["created"] - older["created"], 2)
             listed.append(
-                {**newer, "epoch": newer["id"], "duration_s": duration, "time_text": newer.get("created_text")}
+                {
+                    **newer,
+                    "epoch": newer["id"],
+                    "duration_s": duration,
+                    "time_text": newer.get("created_text"),
+                }
             )
     last = next(
         (e["duration_s"] for e in listed if e["duration_s"] is not None and e.get("outcome") in ENDED_WELL),
