@@ -1,6 +1,7 @@
-"""The page of a job in epochs on Spark, in Chromium: the running epoch's counts rise while it
-runs (its tasks report them; the vertices table and the epochs table show them before any commit),
-and each committed epoch shows its items, state size, sink bytes and commit time."""
+"""The page of a job in epochs, in Chromium: the running epoch's counts rise while it runs (its
+tasks report them; the vertices table and the epochs table show them before any commit), and each
+committed epoch shows its items, state size, sink bytes and commit time, each aborted one its
+cause. First with a stand-in handle fed real datagrams (fast, no Spark), then on Spark."""
 
 from __future__ import annotations
 
@@ -8,6 +9,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from jetspark import DAG, Edge
+from jetspark.processors import collect, generator_stream
+from jetspark.runners.job import JobHandle, JobStatus
+from jetspark.runners.spark.epoch_stats import EpochStats
+from jetspark.runners.spark.live import LiveMetrics, LiveReporter
+from jetspark.runners.spark.records import DriverReports
+from jetspark.web import WebServer
 from tests.gates import Gate
 from tests.web.browser import wait_for_figure, wait_for_state
 from tests.web.test_cli_ui import Command, on_spark, open_the_job, start
@@ -28,6 +36,84 @@ def running_field(page: Any, field: str, value: str, timeout: float = 120) -> No
 
 def number(text: str) -> float:
     return float(text.replace(",", "")) if text.strip() else 0.0
+
+
+class EpochJobStandIn(JobHandle):
+    """What the web UI reads of an `EpochJob` (`epochs_committed`, `epoch_stats`, `metrics()`),
+    without Spark: the test drives its epochs and sends its tasks' reports itself."""
+
+    def __init__(self, dag: DAG, stats: EpochStats) -> None:
+        super().__init__()  # the server's registry sees it now
+        self.name = "stand-in"
+        self.dag = dag
+        self.status = JobStatus.RUNNING
+        self.epochs_committed = 0
+        self.epochs_aborted = 0
+        self.epoch_stats = stats
+        self.committed: dict[str, dict[str, int]] = {}
+
+    def metrics(self) -> dict[str, dict[str, int]]:
+        return self.committed
+
+
+def test_the_running_epochs_reported_counts_rise_then_its_commit_and_an_abort_are_listed(
+    server: WebServer, page: Any
+) -> None:
+    dag = DAG()
+    numbers = dag.new_vertex("numbers", generator_stream())
+    dag.edge(Edge.between(numbers, dag.new_vertex("sink", collect())))
+    live = LiveMetrics("127.0.0.1")
+    stats = EpochStats.of_dag(dag, live)
+    job = EpochJobStandIn(dag, stats)
+    task = LiveReporter(live.address, stage=0, member=0, attempt=1, epoch=0)
+    try:
+        stats.started(0)
+        task.send({"numbers": {"emitted": 100}, "sink": {"received": 100}})
+        page.goto(server.url)
+        page.locator("#jobs a", has_text="stand-in").click()
+        running_field(page, "items_out", "100")
+        wait_for_figure(page, "sink", "received", "100")
+        task.send({"numbers": {"emitted": 250, "backpressured_ms": 900}, "sink": {"received": 250}})
+        running_field(page, "items_in", "250")
+        running_field(page, "items_out", "250")
+        wait_for_figure(page, "sink", "received", "250")
+        outcome = DriverReports(["numbers", "sink"])
+        outcome.metrics["numbers"]["emitted"] = 250
+        outcome.metrics["sink"].update(received=250, bytes_written=2048)
+        outcome.snapshot_files = [{"size": 90, "entries": 4}]
+        with stats.commit(0, outcome):
+            job.committed = {
+                "numbers": {"received": 0, "emitted": 250},
+                "sink": {"received": 250, "emitted": 0},
+            }
+            job.epochs_committed = 1
+        stats.started(1)
+        stats.aborted(1, "stage 0 member 0: the task was stopped")
+        job.epochs_aborted = 1
+        aborted = '#epoch-list tr[data-outcome="aborted"] [data-field="cause"]'
+        page.wait_for_function(
+            f"() => document.querySelector('{aborted}')?.textContent === 'stage 0 member 0: the task was stopped'"
+        )
+        row = page.locator('#epoch-list tr[data-outcome="committed"]')
+        assert row.count() == 1 and page.locator(RUNNING).count() == 0
+        shown = {
+            field: row.locator(f'[data-field="{field}"]').inner_text()
+            for field in ("epoch", "items_in", "items_out", "state_bytes", "state_entries", "sink_bytes")
+        }
+        assert shown == {
+            "epoch": "0",
+            "items_in": "250",
+            "items_out": "250",
+            "state_bytes": "90",
+            "state_entries": "4",
+            "sink_bytes": "2,048",
+        }
+        assert number(row.locator('[data-field="commit_ms"]').inner_text()) >= 0
+        assert page.locator('#epoch-facts [data-field="epochs.committed"]').inner_text() == "1"
+        wait_for_figure(page, "sink", "received", "250")  # committed once, not also live
+    finally:
+        task.close()
+        stats.close()
 
 
 @on_spark

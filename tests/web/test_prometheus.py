@@ -10,9 +10,13 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from jetspark import DAG, AbstractProcessor, Edge, JobConfig
 from jetspark.processors import collect, from_iterable, insert_watermarks
+from jetspark.runners.job import JobHandle, JobStatus
 from jetspark.runners.local import LocalRunner
+from jetspark.runners.spark.epoch_stats import EpochStats
+from jetspark.runners.spark.records import DriverReports
 from jetspark.web import WebServer
-from jetspark.web.prometheus import metric_name
+from jetspark.web.prometheus import metric_name, metrics_registry
+from jetspark.web.registry import JobRegistry
 from tests.web.test_pages import counted_dag
 
 
@@ -90,3 +94,53 @@ def test_gauges_and_processors_own_counters_are_exported() -> None:
 def test_metric_names_are_valid_for_any_figure_name() -> None:
     assert metric_name("late_items_dropped") == "jetspark_vertex_late_items_dropped"
     assert metric_name("bytes.written-per s") == "jetspark_vertex_bytes_written_per_s"
+
+
+class EpochsHandle(JobHandle):
+    """A job in epochs as the exporter sees it: committed metrics, counts and per-epoch figures."""
+
+    def __init__(self, stats: EpochStats) -> None:
+        super().__init__()
+        self.name = "epochs"
+        self.status = JobStatus.RUNNING
+        self.epochs_committed = 1
+        self.epochs_aborted = 1
+        self.epoch_stats = stats
+
+    def metrics(self) -> dict[str, dict[str, int]]:
+        return {"numbers": {"received": 0, "emitted": 40, "queued": 3}}
+
+
+def test_a_job_in_epochs_exports_its_running_epoch_and_the_last_committed_epochs_figures() -> None:
+    clock = [10.0]
+    stats = EpochStats(["numbers"], ["sink"], clock=lambda: clock[0], wall=lambda: clock[0])
+    reports = DriverReports(["numbers", "sink"])
+    reports.metrics["numbers"]["emitted"] = 40
+    reports.metrics["sink"].update(received=40, bytes_written=512)
+    reports.snapshot_files = [{"size": 90, "entries": 4}]
+    stats.started(0)
+    clock[0] = 12.0
+    with stats.commit(0, reports):
+        clock[0] = 12.25
+    stats.started(1)
+    stats.aborted(1, "task lost")
+    stats.started(1)
+    registry = JobRegistry(observe=False, sample=False)
+    registry.add(EpochsHandle(stats))
+    samples: dict[str, float] = {}
+    for family in metrics_registry(registry).collect():
+        for sample in family.samples:
+            if sample.labels.get("vertex") in (None, "numbers") and "status" not in sample.labels:
+                samples[sample.name] = sample.value
+    assert samples["jetspark_job_epochs_committed_total"] == 1
+    assert samples["jetspark_job_epochs_aborted_total"] == 1
+    assert samples["jetspark_job_running_epoch"] == 1
+    assert samples["jetspark_job_last_epoch_duration_seconds"] == 2.25
+    assert samples["jetspark_job_last_epoch_items_in"] == samples["jetspark_job_last_epoch_items_out"] == 40
+    assert samples["jetspark_job_last_epoch_state_bytes"] == 90
+    assert samples["jetspark_job_last_epoch_state_entries"] == 4
+    assert samples["jetspark_job_last_epoch_sink_bytes"] == 512
+    assert samples["jetspark_job_last_epoch_commit_seconds"] == 0.25
+    # the vertex counters: committed epochs' (the 40 of epoch 0), the gauges from metrics()
+    assert samples["jetspark_vertex_items_emitted_total"] == 40
+    assert samples["jetspark_vertex_queued"] == 3
