@@ -132,11 +132,11 @@ class JobProgress:
         if status in _ENDED:
             parts.append(
                 Text(
-                    "in/s and out/s: items received and emitted per second; back-pressured: the share "
-                    "of its processors' time a full queue held them up; averaged over the run",
+                    "in/s and out/s: items received and emitted per second, averaged over the run",
                     style="dim",
                 )
             )
+            parts.append(Text("back-pressured: the share of the time a full queue held it up", style="dim"))
         if status == "running":
             parts.extend(self._source_lines(metrics))
         stalled = self.stalled_for()
