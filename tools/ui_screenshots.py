@@ -20,7 +20,7 @@ from playwright.sync_api import sync_playwright
 
 from jetspark import DAG, Edge, JobConfig, ProcessingGuarantee
 from jetspark.core.errors import RestartableError
-from jetspark.processors import aggregate_by_key, collect, counting, flat_map, generator_stream
+from jetspark.processors import aggregate_by_key, collect, counting, flat_map, generator_stream, write_jsonl
 from jetspark.runners.local import LocalRunner
 from jetspark.web import serve
 
@@ -121,6 +121,8 @@ def spark_page(target: Path) -> None:
         )
         counted = aggregate_by_key(streaming, "count", numbers, lambda x: x % 10, counting())
         streaming.edge(Edge.between(counted, streaming.new_vertex("sink", collect())))
+        files = streaming.new_vertex("files", write_jsonl(tempfile.mkdtemp(prefix="jetspark-screenshots-")))
+        streaming.edge(Edge.from_(numbers, 1).to(files))  # its bytes: the epochs' sink bytes
         epochs = SparkRunner(spark).submit(streaming, config)
         page.goto(ui.url)
         page.locator("#jobs a", has_text="streaming-on-spark").click(timeout=60_000)

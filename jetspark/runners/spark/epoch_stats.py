@@ -20,7 +20,7 @@ import contextlib
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import attrs
@@ -48,7 +48,8 @@ class EpochFigures:
     ended: float | None = None
     #: Seconds from its start to its end (for a committed epoch: to the end of its commit).
     duration_s: float | None = None
-    #: Items the DAG's sources emitted and its sinks received in the epoch.
+    #: Items the DAG's sources emitted (once per item, though a source feeding several edges emits
+    #: each to every one) and its sinks received in the epoch.
     items_in: int | None = None
     items_out: int | None = None
     #: The snapshot the epoch ended with: bytes, entries and files written to the checkpoint store.
@@ -78,8 +79,11 @@ class EpochStats:
         live: LiveMetrics | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
+        fan_out: Mapping[str, int] | None = None,
     ) -> None:
         self.sources = tuple(sources)
+        #: Outbound edges per source: its `emitted` counts an item once per edge it goes to.
+        self.fan_out = dict(fan_out or {})
         self.sinks = tuple(sinks)
         self._live = live
         self._clock = clock
@@ -95,10 +99,12 @@ class EpochStats:
     def of_dag(cls, dag: Any, live: LiveMetrics | None = None) -> EpochStats:
         """Sources are the vertices without inbound edges, sinks those without outbound ones."""
         names = [vertex.name for vertex in dag]
+        sources = [n for n in names if not dag.inbound_edges(n)]
         return cls(
-            [n for n in names if not dag.inbound_edges(n)],
+            sources,
             [n for n in names if not dag.outbound_edges(n)],
             live,
+            fan_out={n: len(dag.outbound_edges(n)) for n in sources},
         )
 
     # ---- told by the epoch loop --------------------------------------------------------------
@@ -215,7 +221,9 @@ class EpochStats:
         figures.sink_bytes = sum(written) if written else None
 
     def _items(self, vertices: dict[str, dict[str, int]]) -> tuple[int, int]:
-        items_in = sum(vertices.get(v, {}).get("emitted", 0) for v in self.sources)
+        items_in = sum(
+            vertices.get(v, {}).get("emitted", 0) // max(self.fan_out.get(v, 1), 1) for v in self.sources
+        )
         items_out = sum(vertices.get(v, {}).get("received", 0) for v in self.sinks)
         return items_in, items_out
 

@@ -51,6 +51,21 @@ def test_sources_and_sinks_come_from_the_dag() -> None:
     assert stats.sources == ("numbers",) and stats.sinks == ("sink",)
 
 
+def test_a_source_feeding_two_edges_counts_each_item_in_once() -> None:
+    built = dag()
+    built.edge(Edge.from_(built.get_vertex("numbers"), 1).to(built.new_vertex("copy", collect())))
+    stats = EpochStats.of_dag(built)
+    assert stats.fan_out == {"numbers": 2} and sorted(stats.sinks) == ["copy", "sink"]
+    reports = DriverReports([*VERTICES, "copy"])
+    reports.metrics["numbers"]["emitted"] = 60  # 30 items, each to both edges
+    reports.metrics["sink"]["received"] = reports.metrics["copy"]["received"] = 30
+    stats.started(0)
+    with stats.commit(0, reports):
+        pass
+    (epoch,) = stats.epochs()
+    assert (epoch["items_in"], epoch["items_out"]) == (30, 60)  # two sinks received 30 each
+
+
 def test_a_committed_epoch_records_items_state_sink_bytes_and_its_commit_time() -> None:
     clock = Clock()
     stats = EpochStats(["numbers"], ["sink"], clock=clock, wall=clock)
