@@ -376,7 +376,7 @@ def _epochs(epochs: dict[str, Any]) -> str:
         f"<h2>epochs</h2><table id=epoch-facts>{facts}</table>"
         f'<div class="scroll"><table id=epoch-list><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>'
         f"<script>const EPOCH_FIELDS = {fields};</script>"
-        '<p class="muted">The last epochs, newest first. Items in: emitted by the sources; items out: '
+        '<p class="muted">The last epochs, newest first. Items in: emitted by the sources (once each); items out: '
         "received by the sinks; state: the snapshot the epoch ended with (bytes, entries); sink bytes: "
         "what file sinks wrote; commit: the driver's commit of the snapshot. The running epoch shows "
         "what its tasks last reported (about every second); an aborted epoch's work is thrown away "
@@ -430,7 +430,8 @@ def job_page(job: dict[str, Any], svg: str, token: str) -> str:
         spark = (
             "<h2>Spark</h2>"
             '<p class="muted">While a Spark job runs, the per-vertex counts are what its tasks last reported '
-            "(about every second); exact when it ends. A job in epochs shows its committed epochs'.</p>"
+            "(about every second); exact when it ends. A job in epochs adds the running epoch's reported counts "
+            "to its committed epochs'.</p>"
             + spark_ui
             + f"<ul id=spark-links>{links}</ul>"
             + '<p class="muted">The newest Spark jobs; earlier ones not listed: '
