@@ -51,6 +51,23 @@ def test_jsonl_written_reads_back(tmp_path: Path) -> None:
     assert by_id(read(P.read_jsonl(str(tmp_path / "out")))) == ROWS
 
 
+@pytest.mark.parametrize("kind", ["jsonl", "csv", "parquet"])
+def test_the_bytes_a_sink_wrote_are_its_bytes_written_metric(tmp_path: Path, kind: str) -> None:
+    """`bytes_written` (the web UI's sink bytes of an epoch): the size of the files it wrote,
+    partitioned or not, over every processor."""
+    sink = {
+        "jsonl": P.write_jsonl(str(tmp_path / "out"), partition_by="city"),
+        "csv": P.write_csv(str(tmp_path / "out"), columns=["id", "city", "amount"]),
+        "parquet": P.write_parquet(str(tmp_path / "out")),
+    }[kind]
+    dag = DAG()
+    source = dag.new_vertex("source", P.from_iterable(ROWS))
+    dag.edge(Edge.between(source, dag.new_vertex("out", sink)))
+    job = LocalRunner(2).run(dag, JobConfig(), timeout=60)
+    written = sum(f.stat().st_size for f in (tmp_path / "out").rglob("*") if f.is_file())
+    assert written > 0 and job.metrics()["out"]["bytes_written"] == written
+
+
 def test_csv_written_with_a_header_reads_back_typed(tmp_path: Path) -> None:
     write(P.write_csv(str(tmp_path / "out"), columns=["id", "city", "amount"]), ROWS)
     first = sorted((tmp_path / "out").iterdir())[0].read_text().splitlines()
