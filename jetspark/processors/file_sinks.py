@@ -8,7 +8,9 @@ committed as `<directory>/<partition dir>/part-<processor:05d>-<seq:010d>.<exten
 restarted processor finds its uncommitted files by its prefix and commits or rolls them back
 (see `transactional`). With `partition_by="col"` each record goes to the directory `col=<value>`
 (Hive's layout, as Spark's `partitionBy`) and is left out of the rows in the files, as Spark
-does; the file sources, Spark and pyarrow read it back from the directory names.
+does; the file sources, Spark and pyarrow read it back from the directory names. Each processor
+counts the bytes of the files it wrote (`custom_metrics`: `bytes_written`, the web UI's per-epoch
+sink bytes on Spark).
 """
 
 from __future__ import annotations
