@@ -159,7 +159,7 @@ def test_DAGTest__when_cycle_then_invalid() -> None:
     x, y, a, b, c = _vertices(dag, "xyabc")
     dag.edge(Edge.between(a, b)).edge(Edge.between(b, c)).edge(Edge.between(c, a))
     dag.edge(Edge.between(x, y)).edge(Edge.from_(y).to(a, 1))
-    with pytest.raises(DagValidationError, match="a -> b -> c -> a|b -> c -> a -> b|c -> a -> b -> c"):
+    with pytest.raises(DagValidationError, match=r"a -> b -> c -> a|b -> c -> a -> b|c -> a -> b -> c"):
         dag.validate()
 
 
@@ -352,5 +352,5 @@ def test_VertexTest__when_badLocalParallelism_then_error() -> None:
     v = Vertex("v", noop)
     v.with_local_parallelism(4)
     v.with_local_parallelism(-1)  # the default: allowed
-    with pytest.raises(DagValidationError, match="vertex 'v': local parallelism must be -1 .* got -5"):
+    with pytest.raises(DagValidationError, match=r"vertex 'v': local parallelism must be -1 .* got -5"):
         v.with_local_parallelism(-5)
