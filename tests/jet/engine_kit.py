@@ -1,0 +1,56 @@
+"""What the ports of Jet's engine tests share: Jet's `TestOutbox` and `TestInbox` on jetspark's engine.
+
+Jet's `TestOutbox(capacities)` holds up to `capacity` items per ordinal until the test polls them
+and calls `reset()`. The engine's `OutboxImpl` with `batch_size=capacity` does the same with its
+per-ordinal buffers: `take(ordinal)` flushes them (which also ends the "call", as Jet's `reset()`)
+into unbounded queues and reads what reached ordinal `ordinal`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jetspark.core.processor import Processor
+from jetspark.engine.inbox import ListInbox
+from jetspark.engine.outbox import OutboxImpl
+from jetspark.engine.queue import BoundedQueue
+from jetspark.engine.routing import UnicastCollector
+from tests.contract.harness import processor_context
+from tests.queues import drain
+
+UNBOUNDED = 1 << 30
+
+
+class KitOutbox:
+    """An `OutboxImpl` of `ordinals` edges, each taking `capacity` items per call."""
+
+    def __init__(self, ordinals: int, capacity: int, owner: str = "vertex 'v' processor #0") -> None:
+        self.queues = [BoundedQueue(UNBOUNDED, f"out {ordinal}") for ordinal in range(ordinals)]
+        self.snapshot: list[Any] = []
+        self.outbox = OutboxImpl(
+            [UnicastCollector([queue]) for queue in self.queues], owner, capacity, self.snapshot.extend
+        )
+        self._taken: list[list[Any]] = [[] for _ in self.queues]
+
+    def reset(self) -> None:
+        """End the call: buffered items go downstream (Jet's `TestOutbox.reset()`)."""
+        self.outbox.flush()
+        for ordinal, queue in enumerate(self.queues):
+            self._taken[ordinal].extend(drain(queue))
+
+    def take(self, ordinal: int) -> list[Any]:
+        """Everything ordinal `ordinal` received so far (removed)."""
+        self.reset()
+        taken, self._taken[ordinal] = self._taken[ordinal], []
+        return taken
+
+
+def inbox_of(*items: Any) -> ListInbox:
+    inbox = ListInbox()
+    inbox.fill(list(items))
+    return inbox
+
+
+def init(processor: Processor, outbox: KitOutbox, vertex: str = "v") -> Processor:
+    processor.init(outbox.outbox, processor_context(vertex))
+    return processor
