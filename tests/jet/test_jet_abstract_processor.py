@@ -141,7 +141,7 @@ def test_AbstractProcessorTest__when_processNThrows_then_processRethrows(out: Ki
 def test_AbstractProcessorTest__when_tryProcess_then_unsupportedOperation(out: KitOutbox) -> None:
     processor = init(NothingOverridden(), out)
     assert isinstance(processor, NothingOverridden)
-    with pytest.raises(NotImplementedError, match="NothingOverridden .* ordinal 0"):
+    with pytest.raises(NotImplementedError, match=r"NothingOverridden .* ordinal 0"):
         processor.try_process_item(0, ITEM)
 
 
