@@ -103,7 +103,9 @@ class DAG:
         """Create a vertex and add it."""
         return self.vertex(Vertex(name, supplier, local_parallelism))
 
-    def new_unique_vertex(self, name_prefix: str, supplier: SupplierLike, local_parallelism: int = -1) -> Vertex:
+    def new_unique_vertex(
+        self, name_prefix: str, supplier: SupplierLike, local_parallelism: int = -1
+    ) -> Vertex:
         """Create a vertex named `name_prefix`, or `name_prefix-2`, `-3`, ... when that name is taken."""
         name, suffix = name_prefix, 2
         while name in self._vertices:
@@ -125,7 +127,9 @@ class DAG:
             if self._vertices.get(vertex.name) is not vertex:
                 raise DagValidationError(f"edge {edge.name}: {end} vertex {vertex.name!r} is not in this DAG")
         if edge.source is edge.destination:
-            raise DagValidationError(f"edge {edge.name}: an edge from vertex {edge.source.name!r} to itself makes a cycle")
+            raise DagValidationError(
+                f"edge {edge.name}: an edge from vertex {edge.source.name!r} to itself makes a cycle"
+            )
         for other in self._edges:
             if other.source is edge.source and other.source_ordinal == edge.source_ordinal:
                 raise DagValidationError(
