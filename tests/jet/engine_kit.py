@@ -54,3 +54,24 @@ def inbox_of(*items: Any) -> ListInbox:
 def init(processor: Processor, outbox: KitOutbox, vertex: str = "v") -> Processor:
     processor.init(outbox.outbox, processor_context(vertex))
     return processor
+
+
+class Trickle:
+    """Jet's `MockInboundStream` with chunk size 1: each edge's queue gets its next entry only once
+    it is empty, so every drain of an edge takes one item (or one special item).
+
+    `edges[ordinal]` lists the entries of inbound edge `ordinal` (one producer each), in order.
+    """
+
+    def __init__(self, harness: Any, edges: dict[int, list[Any]]) -> None:
+        self.harness = harness
+        self.left = {ordinal: list(entries) for ordinal, entries in edges.items()}
+
+    def top_up(self) -> None:
+        for ordinal, entries in self.left.items():
+            if entries and self.harness.in_queues[ordinal][0].is_empty():
+                self.harness.feed(ordinal, 0, entries.pop(0))
+
+    def call(self) -> bool:
+        self.top_up()
+        return bool(self.harness.tasklet.call())
