@@ -12,7 +12,8 @@ worker can back off when no tasklet made progress. States, in the order a proces
 
 Invariants: a method that returned False is called again before any other (except
 `snapshot_commit_finish`); `process` gets the same inbox until it is empty; `try_process` runs
-whenever the inbox is empty (before the first batch too, as in Jet), never during restore;
+whenever the inbox is empty once the inbound edges were drained the first time (so before the
+first batch too when none has arrived then, as in Jet), never during restore;
 `save_to_snapshot` only with an empty inbox; `snapshot_commit_finish` may not emit; nothing is
 emitted once `complete()` returned True (the outbox is sealed); a call ends after a method that
 left an offer unfinished; `close` runs exactly once. A method that must return a bool and
@@ -93,6 +94,8 @@ class ProcessorTasklet:
         self._edges_to_complete: deque[InboundStream] = deque()
         self._pruned: set[int] = set()
         self._chunks: list[list[Any]] = []
+        #: The inbound edges were drained at least once: from then on `try_process` runs.
+        self._fill_attempted = False
         self._restore_entries = restore_entries
         self._restore_position = 0
         self._barrier: SnapshotBarrier | None = None
@@ -177,6 +180,9 @@ class ProcessorTasklet:
         if state is State.PROCESS_WATERMARKS:
             return self._process_watermarks()
         if state is State.NULLARY_PROCESS:
+            if not self._fill_attempted:  # as Jet: not before the inbox was first filled (or tried)
+                self.state = State.PROCESS_INBOX
+                return False
             done = self.processor.try_process()
             if done is not True:
                 if done is not False:
@@ -263,6 +269,7 @@ class ProcessorTasklet:
         return inbox.size() != size
 
     def _fill_inbox(self) -> bool:
+        self._fill_attempted = True
         progress = False
         while self._group_index < len(self._groups):
             group = self._groups[self._group_index]
