@@ -171,8 +171,9 @@ def test_finish_snapshot_restore_reports_progress_when_done_and_none_while_refus
 def test_a_tasklet_waiting_for_phase_2_reports_no_progress_and_every_call_that_emits_reports_progress() -> (
     None
 ):
-    """The sink takes part in snapshot 1, then its input ends; it emits DONE and waits for phase 2
-    (the rest of the job has not finished phase 1) without spinning, then commits and closes."""
+    """The sink takes part in snapshot 1, then its input ends; it waits for phase 2 (the rest of
+    the job has not finished phase 1) without spinning, then commits, emits DONE (as Jet: only
+    after phase 2) and closes."""
     sink = RecordingProcessor("sink", Behaviour())
     harness = TaskletHarness(sink, inbound=[(0, 1)], outbound=1, other_tasklets=1)
     harness.snapshot.start(1)
@@ -183,11 +184,13 @@ def test_a_tasklet_waiting_for_phase_2_reports_no_progress_and_every_call_that_e
         emitted = harness.output()
         output.extend(emitted)
         assert progress or not emitted, f"{emitted} went out in a call that reported no progress"
-    assert output == [SnapshotBarrier(1), DONE]
+    assert output == [SnapshotBarrier(1)]
     assert calls(harness) == [False] * IDLE_CALLS  # waiting for phase 2
     assert not harness.tasklet.is_done
     harness.snapshot.phase1_done(1)  # the rest of the job: phase 2 may start
-    assert harness.tasklet.call() is True  # snapshot_commit_finish, then close
+    assert harness.tasklet.call() is True  # snapshot_commit_finish, then DONE
+    assert harness.output() == [DONE]
+    assert harness.tasklet.call() is True  # close
     assert harness.tasklet.is_done and sink.methods()[-2:] == ["snapshot_commit_finish", "close"]
 
 
