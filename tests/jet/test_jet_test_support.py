@@ -9,12 +9,12 @@ Differences:
   instance object, so the port checks the same path with what a jetspark context carries from
   the test: the job config given with `.job_config(...)` and the vertex name.
 
-Skipped, with no counterpart: `TestOutboxTest` (6 cases) and `ArrayDequeInboxTest` (15 cases):
-the kit has no `TestOutbox`/`TestInbox` for tests to drive processors by hand; it runs them on the
-engine's own `OutboxImpl` and `ListInbox` (tested in `tests/jet/test_jet_outbox_impl.py`,
-`tests/unit/engine/`), so there is no second implementation to test. `WriteBufferedPTest`
-(2 cases): jetspark has no `writeBufferedP` (create, add, flush and dispose a buffer); its
-buffered sink is `batches(write)`, one `write(items, context)` call per inbox batch.
+`TestOutboxTest` and `ArrayDequeInboxTest` run against the engine's outbox and inbox, which the
+kit uses itself: `tests/jet/test_jet_inbox_and_test_outbox.py`.
+
+Skipped, with no counterpart: `WriteBufferedPTest` (2 cases): jetspark has no `writeBufferedP`
+(create, add, flush and dispose a buffer); its buffered sink is `batches(write)`, one
+`write(items, context)` call per inbox batch.
 """
 
 from __future__ import annotations
