@@ -349,3 +349,16 @@ def test_ResettableSingletonTraverserTest__when_itemNotConsumed_thenAcceptFails(
     t.accept(1)
     with pytest.raises(ValueError, match="previous item 1 was not taken"):
         t.accept(2)
+
+
+# ---- FlatMappingTraverserTest (impl.util): Jet's FlatMappingTraverser is Traverser.flat_map ----
+
+
+def test_FlatMappingTraverserTest__smokeTest() -> None:
+    t = traverse_items(0, 1, 2, 3).flat_map(lambda n: traverse_iterable(range(n)))
+    assert [t.next() for _ in range(8)] == [0, 0, 1, 0, 1, 2, None, None]
+
+
+def test_FlatMappingTraverserTest__when_flatMapToNullTraverser_then_skipOverToNext() -> None:
+    t = traverse_items(1, 2, 3).flat_map(lambda i: empty_traverser() if i != 3 else traverse_items("a"))
+    assert [t.next(), t.next(), t.next()] == ["a", None, None]
