@@ -75,3 +75,23 @@ class Trickle:
     def call(self) -> bool:
         self.top_up()
         return bool(self.harness.tasklet.call())
+
+
+CALL_COUNT_LIMIT = 10
+
+
+def call_until(
+    harness: Any, state: str, trickle: Trickle | None = None, limit: int = CALL_COUNT_LIMIT
+) -> None:
+    """Jet's `callUntil`: call the tasklet until it reports `state` ("MADE_PROGRESS",
+    "NO_PROGRESS" or "DONE"); every call before that must make progress, and there are at most
+    `limit` calls."""
+    for calls in range(limit):
+        progress = trickle.call() if trickle is not None else harness.tasklet.call()
+        got = "DONE" if harness.tasklet.is_done else "MADE_PROGRESS" if progress else "NO_PROGRESS"
+        if got == state:
+            return
+        assert got == "MADE_PROGRESS", (
+            f"no progress after {calls} calls, waiting for {state}; {harness.tasklet!r}"
+        )
+    raise AssertionError(f"call() invoked {limit} times without reaching {state}; {harness.tasklet!r}")

@@ -23,7 +23,7 @@ import pytest
 
 from jetspark import Inbox, Outbox, Processor, ProcessorContext, Watermark
 from tests.contract.harness import DONE, TaskletHarness
-from tests.jet.engine_kit import Trickle
+from tests.jet.engine_kit import Trickle, call_until
 
 CALL_COUNT_LIMIT = 10
 MOCK_INPUT = list(range(10))
@@ -78,21 +78,6 @@ class PassThrough(Processor):
     def close(self) -> None:
         if self.close_gate is not None:
             assert self.close_gate.wait(30)
-
-
-def call_until(harness: TaskletHarness, state: str, trickle: Trickle | None = None) -> None:
-    """Jet's callUntil: call until the tasklet reports `state`; every other call must make progress."""
-    for _ in range(CALL_COUNT_LIMIT):
-        progress = trickle.call() if trickle is not None else harness.tasklet.call()
-        got = "DONE" if harness.tasklet.is_done else "MADE_PROGRESS" if progress else "NO_PROGRESS"
-        if got == state:
-            return
-        assert got == "MADE_PROGRESS", (
-            f"failed to make progress: {got}, waiting for {state}; {harness.tasklet!r}"
-        )
-    raise AssertionError(
-        f"call() invoked {CALL_COUNT_LIMIT} times without reaching {state}; {harness.tasklet!r}"
-    )
 
 
 def test_ProcessorTaskletTest__when_isCooperative_then_true() -> None:

@@ -18,8 +18,8 @@ from typing import Any
 
 from jetspark import Inbox, Outbox, Processor, ProcessorContext, Watermark
 from tests.contract.harness import DONE, TaskletHarness
+from tests.jet.engine_kit import call_until
 
-CALL_COUNT_LIMIT = 10
 MOCK_INPUT = list(range(10))
 UNLIMITED = 1 << 30
 
@@ -61,16 +61,6 @@ class BlockingPassThrough(Processor):
 
 def harness(p: Processor, edges: int = 1, outbound: int = 1) -> TaskletHarness:
     return TaskletHarness(p, [(0, 1)] * edges, outbound)
-
-
-def call_until(h: TaskletHarness, state: str) -> None:
-    for _ in range(CALL_COUNT_LIMIT):
-        progress = h.tasklet.call()
-        got = "DONE" if h.tasklet.is_done else "MADE_PROGRESS" if progress else "NO_PROGRESS"
-        if got == state:
-            return
-        assert got == "MADE_PROGRESS", f"failed to make progress, waiting for {state}; {h.tasklet!r}"
-    raise AssertionError(f"call() invoked {CALL_COUNT_LIMIT} times without reaching {state}")
 
 
 def test_ProcessorTaskletTest_Blocking__when_isCooperative_then_false() -> None:

@@ -37,6 +37,7 @@ from typing import Any
 from jetspark import Inbox, Outbox, Processor, ProcessorContext, Watermark
 from jetspark.engine.snapshot import decode_entries
 from tests.contract.harness import DONE, SnapshotBarrier, TaskletHarness
+from tests.jet.engine_kit import call_until
 
 CALL_COUNT_LIMIT = 10
 MOCK_INPUT = list(range(10))
@@ -120,16 +121,6 @@ class Snapshottable(Processor):
 
     def finish_snapshot_restore(self) -> bool:
         return bool(self.outbox.offer("finishRestore"))
-
-
-def call_until(h: TaskletHarness, state: str) -> None:
-    for calls in range(CALL_COUNT_LIMIT):
-        progress = h.tasklet.call()
-        got = "DONE" if h.tasklet.is_done else "MADE_PROGRESS" if progress else "NO_PROGRESS"
-        if got == state:
-            return
-        assert got == "MADE_PROGRESS", f"no progress after {calls} calls, waiting for {state}; {h.tasklet!r}"
-    raise AssertionError(f"call() invoked {CALL_COUNT_LIMIT} times without reaching {state}; {h.tasklet!r}")
 
 
 def snapshot_values(h: TaskletHarness) -> list[Any]:
