@@ -18,6 +18,14 @@ Skipped, with no counterpart: the six cases with a service (`mapUsingService`,
 `filterUsingService`, `flatMapUsingService`): jetspark has no service factories (Jet's
 `ServiceFactory`, an object created per processor or member and handed to the function); a
 jetspark processor creates such an object in its `init_processor`.
+
+Skipped, with no counterpart in jetspark's built-ins (Jet's `impl.processor` tests):
+- `TransformStatefulPTest` (9 cases: `mapStateful_noTtl`, `_toNull_inMapFn`, `_withTtl`,
+  `_withTtl_surviveWm`, `_withTtl_evictOnlyExpired`, `_withTtlAndEvict`, `_withTtl_manyKeys`,
+  `_lateEvent`, `_negativeWmTime`): no keyed stateful map with a TTL (`mapStatefulP`); write it as
+  an `AbstractProcessor` keeping per-key state.
+- `TransformBatchedPTest.test_process`: no processor that maps a whole inbox batch at once
+  (`TransformBatchedP`); `fused` and `flat_map` work item by item.
 """
 
 from __future__ import annotations
