@@ -32,8 +32,11 @@ from jetspark.core.partitioner import whole_item as whole_item
 from jetspark.core.processor import Processor as Processor
 from jetspark.core.suppliers import ProcessorMetaSupplier as ProcessorMetaSupplier
 from jetspark.core.suppliers import ProcessorSupplier as ProcessorSupplier
+from jetspark.core.traverser import AppendableTraverser as AppendableTraverser
+from jetspark.core.traverser import ResettableSingletonTraverser as ResettableSingletonTraverser
 from jetspark.core.traverser import Traverser as Traverser
 from jetspark.core.traverser import empty as empty_traverser
+from jetspark.core.traverser import lazy as lazy_traverser
 from jetspark.core.traverser import singleton as singleton_traverser
 from jetspark.core.traverser import traverse_items as traverse_items
 from jetspark.core.traverser import traverse_iterable as traverse_iterable
@@ -47,6 +50,7 @@ __all__ = [
     "IDLE_MESSAGE",
     "AbstractProcessor",
     "AdaptiveParallelism",
+    "AppendableTraverser",
     "BroadcastKey",
     "DagValidationError",
     "Edge",
@@ -68,6 +72,7 @@ __all__ = [
     "ProcessorContractError",
     "ProcessorMetaSupplier",
     "ProcessorSupplier",
+    "ResettableSingletonTraverser",
     "RestartableError",
     "RoutingPolicy",
     "SupplierContext",
@@ -77,6 +82,7 @@ __all__ = [
     "Watermark",
     "default_partitioner",
     "empty_traverser",
+    "lazy_traverser",
     "singleton_traverser",
     "stable_hash",
     "traverse_items",

@@ -103,6 +103,15 @@ class DAG:
         """Create a vertex and add it."""
         return self.vertex(Vertex(name, supplier, local_parallelism))
 
+    def new_unique_vertex(
+        self, name_prefix: str, supplier: SupplierLike, local_parallelism: int = -1
+    ) -> Vertex:
+        """Create a vertex named `name_prefix`, or `name_prefix-2`, `-3`, ... when that name is taken."""
+        name, suffix = name_prefix, 2
+        while name in self._vertices:
+            name, suffix = f"{name_prefix}-{suffix}", suffix + 1
+        return self.new_vertex(name, supplier, local_parallelism)
+
     def vertex(self, vertex: Vertex) -> Vertex:
         """Add a vertex; its name must be unique in the DAG."""
         if vertex.name in self._vertices:
@@ -117,6 +126,10 @@ class DAG:
         for end, vertex in (("source", edge.source), ("destination", edge.destination)):
             if self._vertices.get(vertex.name) is not vertex:
                 raise DagValidationError(f"edge {edge.name}: {end} vertex {vertex.name!r} is not in this DAG")
+        if edge.source is edge.destination:
+            raise DagValidationError(
+                f"edge {edge.name}: an edge from vertex {edge.source.name!r} to itself makes a cycle"
+            )
         for other in self._edges:
             if other.source is edge.source and other.source_ordinal == edge.source_ordinal:
                 raise DagValidationError(
@@ -190,9 +203,27 @@ class DAG:
                 if indegree[e.destination.name] == 0:
                     ready.append(e.destination.name)
         if len(order) != len(self._vertices):
-            stuck = sorted(name for name, deg in indegree.items() if deg > 0)
-            raise DagValidationError(f"the DAG has a cycle through vertices {stuck}")
+            stuck = {name for name, deg in indegree.items() if deg > 0}
+            raise DagValidationError(
+                f"the DAG has a cycle through vertices {sorted(stuck)}: {self._cycle_in(stuck)}"
+            )
         return order
+
+    def _cycle_in(self, stuck: set[str]) -> str:
+        """One cycle among `stuck` (vertices left by the topological sort), as `a -> b -> a`.
+
+        Every stuck vertex has a stuck predecessor, so walking predecessors from any of them must
+        meet a vertex twice: the walk from there on, reversed, is a cycle."""
+        predecessor = {
+            e.destination.name: e.source.name
+            for e in self._edges
+            if e.destination is not None and e.destination.name in stuck and e.source.name in stuck
+        }
+        walk = [min(stuck)]
+        while walk[-1] not in walk[:-1]:
+            walk.append(predecessor[walk[-1]])
+        cycle = walk[walk.index(walk[-1]) :]
+        return " -> ".join(reversed(cycle))
 
     def validate(self) -> None:
         """Check what cannot be checked while building: cycles, ordinal gaps, edge settings."""

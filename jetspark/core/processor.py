@@ -108,8 +108,10 @@ class Processor(abc.ABC):
     def try_process(self) -> bool:
         """Called whenever the inbox is empty, to emit without input or to do maintenance.
 
-        Also before the first item arrives, so timed work can start without input; never while
-        restoring: after a restore it is first called after `finish_snapshot_restore`. False: called again
+        Also before the first item arrives, so timed work can start without input (from the
+        engine's first look at the inbound edges on: items already queued then go to `process`
+        first, as in Jet); never while restoring: after a restore it is first called after
+        `finish_snapshot_restore`. False: called again
         before any other processing method. Default: True.
         """
         return True

@@ -9,10 +9,12 @@ worker can back off when no tasklet made progress. States, in the order a proces
         PROCESS_INBOX -> SAVE_SNAPSHOT -> COMMIT_PREPARE -> EMIT_BARRIER   (barrier on all inputs)
         any processing state -> COMMIT_FINISH -> back                   (phase 2 requested)
     COMPLETE -> EMIT_DONE -> WAIT_PHASE2 -> CLOSED     (a source starts at COMPLETE)
+    COMPLETE -> WAIT_PHASE2 -> EMIT_DONE -> ...        (phase 2 of a snapshot it took part in due)
 
 Invariants: a method that returned False is called again before any other (except
 `snapshot_commit_finish`); `process` gets the same inbox until it is empty; `try_process` runs
-whenever the inbox is empty (before the first batch too, as in Jet), never during restore;
+whenever the inbox is empty once the inbound edges were drained the first time (so before the
+first batch too when none has arrived then, as in Jet), never during restore;
 `save_to_snapshot` only with an empty inbox; `snapshot_commit_finish` may not emit; nothing is
 emitted once `complete()` returned True (the outbox is sealed); a call ends after a method that
 left an offer unfinished; `close` runs exactly once. A method that must return a bool and
@@ -93,6 +95,11 @@ class ProcessorTasklet:
         self._edges_to_complete: deque[InboundStream] = deque()
         self._pruned: set[int] = set()
         self._chunks: list[list[Any]] = []
+        self._done_emitted = False
+        #: A terminal barrier went out: the processor ends after phase 2, without DONE.
+        self._terminated = False
+        #: The inbound edges were drained at least once: from then on `try_process` runs.
+        self._fill_attempted = False
         self._restore_entries = restore_entries
         self._restore_position = 0
         self._barrier: SnapshotBarrier | None = None
@@ -177,6 +184,9 @@ class ProcessorTasklet:
         if state is State.PROCESS_WATERMARKS:
             return self._process_watermarks()
         if state is State.NULLARY_PROCESS:
+            if not self._fill_attempted:  # as Jet: not before the inbox was first filled (or tried)
+                self.state = State.PROCESS_INBOX
+                return False
             done = self.processor.try_process()
             if done is not True:
                 if done is not False:
@@ -191,7 +201,15 @@ class ProcessorTasklet:
             done = self.processor.complete_edge(stream.ordinal)
             if done is True:
                 self._edges_to_complete.popleft()
-                self.state = State.PROCESS_WATERMARKS  # as Jet: watermarks and try_process next
+                if (
+                    self._edges_to_complete
+                    or self._pending_watermarks
+                    or self._pruned  # an edge without producers, completed in its priority's turn
+                    or not all(s.is_done for s in self.streams)
+                ):
+                    self.state = State.PROCESS_WATERMARKS  # as Jet: watermarks and try_process next
+                else:
+                    self.state = State.COMPLETE  # as Jet: every edge ended, no try_process first
                 return True
             if done is not False:
                 raise not_a_bool(self.processor, "complete_edge", done)
@@ -225,6 +243,7 @@ class ProcessorTasklet:
             return False
         if state is State.EMIT_DONE:
             if self.outbox.offer_special_to_all(DONE):
+                self._done_emitted = True
                 self.snapshot_context.tasklet_done(self.last_snapshot_id)
                 self.state = State.WAIT_PHASE2
                 return True
@@ -234,6 +253,9 @@ class ProcessorTasklet:
                 return True
             if self._phase2_outstanding():
                 return False
+            if not self._done_emitted and not self._terminated:
+                self.state = State.EMIT_DONE  # complete() returned True during a snapshot: now DONE
+                return True
             self.state = State.CLOSED
             self.close(strict=True)
             return True
@@ -263,6 +285,7 @@ class ProcessorTasklet:
         return inbox.size() != size
 
     def _fill_inbox(self) -> bool:
+        self._fill_attempted = True
         progress = False
         while self._group_index < len(self._groups):
             group = self._groups[self._group_index]
@@ -391,7 +414,8 @@ class ProcessorTasklet:
                     "return False and offer the same item again on the next call (the item would be lost)"
                 )
             self.outbox.seal("after complete() returned True")
-            self.state = State.EMIT_DONE
+            # As Jet: DONE goes downstream only after phase 2 of a snapshot this processor took part in.
+            self.state = State.WAIT_PHASE2 if self._phase2_outstanding() else State.EMIT_DONE
             return True
         return False
 
@@ -420,7 +444,8 @@ class ProcessorTasklet:
         self.last_snapshot_id = barrier.snapshot_id
         self._barrier = None
         self.snapshot_context.phase1_done(barrier.snapshot_id)
-        if barrier.is_terminal:
+        if barrier.is_terminal:  # the end of the output (on Spark, of the epoch's): no DONE follows
+            self._terminated = True
             self.snapshot_context.tasklet_done(self.last_snapshot_id)
             self._resume_state = State.WAIT_PHASE2
             self.state = State.WAIT_PHASE2

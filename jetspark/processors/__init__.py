@@ -11,7 +11,8 @@ without breaking anyone. Each factory's docstring is its specification.
   `directory_stream`: `text_format`, `jsonl_format`, `csv_format`, `parquet_format`
 - transforms: `map`, `filter`, `flat_map`, `fused` (with `Chain`)
 - aggregation: `AggregateOperation`, `counting`, `summing`, `to_list`, `averaging`,
-  `accumulate_by_key`, `combine_by_key`, `aggregate_by_key`, `entry_key`, `whole_item`
+  `accumulate_by_key`, `combine_by_key`, `aggregate_by_key`, `entry_key`, `whole_item`; global
+  (not keyed): `aggregate`, `accumulate`, `combine`
 - event time: `EventTimePolicy`, `EventTimeMapper`, `insert_watermarks`
 - windows: `WindowPolicy`, `WindowResult`, `FrameEntry`, `accumulate_by_frame`,
   `combine_to_sliding_window`, `aggregate_to_sliding_window`, `window_aggregate`,
@@ -25,9 +26,12 @@ without breaking anyone. Each factory's docstring is its specification.
 
 from jetspark.core.partitioner import whole_item as whole_item
 from jetspark.processors.aggregate import AggregateOperation as AggregateOperation
+from jetspark.processors.aggregate import accumulate as accumulate
 from jetspark.processors.aggregate import accumulate_by_key as accumulate_by_key
+from jetspark.processors.aggregate import aggregate as aggregate
 from jetspark.processors.aggregate import aggregate_by_key as aggregate_by_key
 from jetspark.processors.aggregate import averaging as averaging
+from jetspark.processors.aggregate import combine as combine
 from jetspark.processors.aggregate import combine_by_key as combine_by_key
 from jetspark.processors.aggregate import counting as counting
 from jetspark.processors.aggregate import entry_key as entry_key
@@ -95,14 +99,17 @@ __all__ = [
     "FrameEntry",
     "WindowPolicy",
     "WindowResult",
+    "accumulate",
     "accumulate_by_frame",
     "accumulate_by_key",
+    "aggregate",
     "aggregate_by_key",
     "aggregate_to_session_window",
     "aggregate_to_sliding_window",
     "averaging",
     "batches",
     "collect",
+    "combine",
     "combine_by_key",
     "combine_to_sliding_window",
     "counting",

@@ -518,3 +518,120 @@ def aggregate_by_key(
     dag.edge(Edge.from_(upstream, ordinal).to(prepare))
     dag.edge(Edge.between(prepare, combine).partitioned(entry_key).distributed())
     return combine
+
+
+# ---- global (not keyed) aggregation: Jet's aggregateP, accumulateP, combineP --------------------
+
+#: The one key a global aggregation keeps its accumulator under (in snapshots too), as Jet's.
+GLOBAL_KEY = "ALL"
+
+
+def _global_key(_item: Any) -> str:
+    return GLOBAL_KEY
+
+
+def _emit_global(processor: _KeyedStateP) -> bool:
+    """`complete()` of a global aggregation: emit the one result (unless None), then done."""
+    accs = processor._accs
+    if GLOBAL_KEY not in accs:
+        return True
+    result = processor._result(accs[GLOBAL_KEY])
+    if result is not None and not processor.outbox.offer(result):
+        return False
+    del accs[GLOBAL_KEY]
+    return True
+
+
+class _GlobalAccumulateP(_AccumulateByKeyP):
+    """All items into one accumulator, created up front: the result goes out even for no input."""
+
+    def __init__(self, op: AggregateOperation, finish: bool) -> None:
+        super().__init__(_global_key, op, ())
+        self._accs[GLOBAL_KEY] = op.create()
+        self._finish = finish
+
+    def _result(self, acc: Any) -> Any:
+        return self._op.finish(acc) if self._finish else acc
+
+    def complete(self) -> bool:
+        return _emit_global(self)
+
+
+class _GlobalCombineP(_CombineByKeyP):
+    """Combines the accumulators it receives into one; emits `finish` of it."""
+
+    def __init__(self, op: AggregateOperation) -> None:
+        super().__init__(op)
+        self._accs[GLOBAL_KEY] = op.create()
+
+    def process(self, ordinal: int, inbox: Inbox) -> None:
+        combine = self._op.combine
+        acc = self._accs[GLOBAL_KEY]
+        for other in inbox:
+            acc = combine(acc, other)
+        self._accs[GLOBAL_KEY] = acc
+        inbox.drain_to(self._scratch)
+        self._scratch.clear()
+
+    def complete(self) -> bool:
+        return _emit_global(self)
+
+
+def aggregate(op: AggregateOperation) -> ProcessorSupplier:
+    """Aggregate every item into one result, `finish(acc)`, emitted at the end (Jet's `aggregateP`).
+
+    Each processor emits one result, also when it received nothing (the finished empty
+    accumulator), so run it as a single processor: feed it with a distributed
+    `Edge.all_to_one()` into a vertex of local parallelism 1 (or use `accumulate` and `combine`
+    for two stages). Its snapshot is one entry under `GLOBAL_KEY`, restored by that key's owner.
+
+    ```pycon
+    >>> from jetspark import processors as P
+    >>> from jetspark.testing import verify_processor
+    >>> _ = verify_processor(P.aggregate(P.summing())).disable_redistribution().input([1, 2, 3]).expect_output([6])
+    ```
+
+    :param op: how to aggregate; its `finish` makes the result (a None result is not emitted).
+    """
+    return ProcessorSupplier.of(functools.partial(_GlobalAccumulateP, op, True))
+
+
+def accumulate(op: AggregateOperation) -> ProcessorSupplier:
+    """Stage 1 of a global aggregation: accumulate every item, emit the accumulator at the end
+    (Jet's `accumulateP`); `combine(op)` behind an `all_to_one` distributed edge finishes it.
+
+    ```pycon
+    >>> from jetspark import DAG, Edge, processors as P
+    >>> from jetspark.testing import run_dag
+    >>> dag = DAG()
+    >>> numbers = dag.new_vertex("numbers", P.from_iterable(range(1, 11)))
+    >>> partial = dag.new_vertex("partial", P.accumulate(P.summing()))
+    >>> total = dag.new_vertex("total", P.combine(P.summing()), local_parallelism=1)
+    >>> sink = dag.new_vertex("sink", P.collect())
+    >>> _ = dag.edge(Edge.between(numbers, partial))
+    >>> _ = dag.edge(Edge.between(partial, total).all_to_one().distributed())
+    >>> _ = dag.edge(Edge.between(total, sink))
+    >>> run_dag(dag).result("sink")
+    [55]
+    ```
+
+    :param op: how to aggregate; the accumulator is emitted as it is (no `finish`).
+    """
+    return ProcessorSupplier.of(functools.partial(_GlobalAccumulateP, op, False))
+
+
+def combine(op: AggregateOperation) -> ProcessorSupplier:
+    """Stage 2 of a global aggregation: combine the accumulators `accumulate(op)` emitted, emit
+    `finish` of the result at the end (Jet's `combineP`); run it as a single processor, as
+    `aggregate`.
+
+    ```pycon
+    >>> from jetspark import processors as P
+    >>> from jetspark.testing import verify_processor
+    >>> words = P.to_list().with_finish(sorted)
+    >>> _ = verify_processor(P.combine(words)).disable_redistribution().input([["b"], ["a", "c"]]).expect_output([["a", "b", "c"]])
+    ```
+
+    :param op: the operation `accumulate` used; its `finish` makes the result.
+    """
+    return ProcessorSupplier.of(functools.partial(_GlobalCombineP, op))

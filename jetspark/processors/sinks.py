@@ -79,6 +79,11 @@ class _LoggerP(_SinkP):
         while (item := inbox.poll()) is not None:
             log(level, "%r", item)
 
+    def try_process_watermark(self, watermark: Watermark) -> bool:
+        """Logged at DEBUG, as Jet's logger sink logs them at FINE (never on standard error)."""
+        self.logger.debug("%r", watermark)
+        return True
+
 
 class _PrintP(_SinkP):
     """Prints each inbox batch, one `format_item(item)` per line, and flushes."""
@@ -292,7 +297,8 @@ def collect() -> ProcessorSupplier:
 
 
 def logger(level: int = logging.INFO) -> ProcessorSupplier:
-    """Log each item (`%r`) at `level` with the logger `jetspark.vertex.<vertex name>`.
+    """Log each item (`%r`) at `level` with the logger `jetspark.vertex.<vertex name>`, and each
+    watermark at DEBUG.
 
     While logging is not configured (no handler on the way to the root logger, Python's default),
     each item is written to standard error as `<vertex>: <item>` instead, whatever `level`.

@@ -68,11 +68,14 @@ def test_try_process_returning_false_reports_no_progress() -> None:
     sink = RecordingProcessor("sink", Behaviour(false_times={"try_process": 4}))
     harness = TaskletHarness(sink, inbound=[(0, 1)])
     harness.feed(0, 0, "x")
-    # try_process runs whenever the inbox is empty, before the first item is taken too
+    # as Jet: try_process waits until the inbound edges were drained once, so "x" goes first
+    assert harness.tasklet.call() is True
+    assert len(sink.calls_of("process")) == 1 and not sink.calls_of("try_process")
     assert calls(harness, 4) == [False] * 4
     assert [c.result for c in sink.calls_of("try_process")] == [False] * 4
-    assert harness.tasklet.call() is True  # try_process returned True: the item is processed
-    assert sink.calls_of("process"), "the item went to process()"
+    harness.feed(0, 0, "y")
+    assert harness.tasklet.call() is True  # try_process returned True: the next item is processed
+    assert len(sink.calls_of("process")) == 2, "the item went to process()"
 
 
 def test_complete_edge_reports_progress_when_done_and_none_while_refusing() -> None:
@@ -168,8 +171,9 @@ def test_finish_snapshot_restore_reports_progress_when_done_and_none_while_refus
 def test_a_tasklet_waiting_for_phase_2_reports_no_progress_and_every_call_that_emits_reports_progress() -> (
     None
 ):
-    """The sink takes part in snapshot 1, then its input ends; it emits DONE and waits for phase 2
-    (the rest of the job has not finished phase 1) without spinning, then commits and closes."""
+    """The sink takes part in snapshot 1, then its input ends; it waits for phase 2 (the rest of
+    the job has not finished phase 1) without spinning, then commits, emits DONE (as Jet: only
+    after phase 2) and closes."""
     sink = RecordingProcessor("sink", Behaviour())
     harness = TaskletHarness(sink, inbound=[(0, 1)], outbound=1, other_tasklets=1)
     harness.snapshot.start(1)
@@ -180,11 +184,13 @@ def test_a_tasklet_waiting_for_phase_2_reports_no_progress_and_every_call_that_e
         emitted = harness.output()
         output.extend(emitted)
         assert progress or not emitted, f"{emitted} went out in a call that reported no progress"
-    assert output == [SnapshotBarrier(1), DONE]
+    assert output == [SnapshotBarrier(1)]
     assert calls(harness) == [False] * IDLE_CALLS  # waiting for phase 2
     assert not harness.tasklet.is_done
     harness.snapshot.phase1_done(1)  # the rest of the job: phase 2 may start
-    assert harness.tasklet.call() is True  # snapshot_commit_finish, then close
+    assert harness.tasklet.call() is True  # snapshot_commit_finish, then DONE
+    assert harness.output() == [DONE]
+    assert harness.tasklet.call() is True  # close
     assert harness.tasklet.is_done and sink.methods()[-2:] == ["snapshot_commit_finish", "close"]
 
 

@@ -86,12 +86,12 @@ def test_a_back_edge_makes_a_cycle(dag_spec: tuple[int, list[EdgeSpec]], data: s
     candidates = [(i, i) for i in range(count)] + [(s.source, s.dest) for s in specs]
     lo, hi = data.draw(st.sampled_from(candidates))
     dag, vertices = build(count, specs)
-    dag.edge(
-        Edge.from_(vertices[hi], len(dag.outbound_edges(f"v{hi}"))).to(
-            vertices[lo], len(dag.inbound_edges(f"v{lo}"))
+    try:  # a self-loop is refused at once (as in Jet), any other cycle by validate()
+        dag.edge(
+            Edge.from_(vertices[hi], len(dag.outbound_edges(f"v{hi}"))).to(
+                vertices[lo], len(dag.inbound_edges(f"v{lo}"))
+            )
         )
-    )
-    try:
         dag.validate()
     except DagValidationError as error:
         message = str(error)
