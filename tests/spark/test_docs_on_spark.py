@@ -38,3 +38,11 @@ def test_the_spark_data_reference_examples_print_what_they_show(spark: Any, name
 
     (code,) = examples(getattr(spark_runner, name))
     assert run_example(name, code, spark=spark) == ""
+
+
+def test_the_write_epochs_reference_example_prints_what_it_shows(spark: Any, tmp_path: Path) -> None:
+    import jetspark.runners.spark as spark_runner
+    from tests.unit.processors.test_reference_examples import examples, run_example
+
+    (code,) = examples(spark_runner.write_epochs)
+    assert run_example("write_epochs", code, spark=spark, folder=str(tmp_path)) == ""
