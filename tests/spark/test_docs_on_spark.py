@@ -54,7 +54,9 @@ SPARK_DOC = Path(__file__).resolve().parents[2] / "docs" / "spark.md"
 def test_the_dataframes_in_streaming_jobs_example_prints_what_the_doc_shows(spark: Any) -> None:
     """docs/spark.md, 'DataFrames in streaming jobs': the block and the output block after it."""
     blocks = code_blocks(SPARK_DOC.read_text())
-    index = next(i for i, block in enumerate(blocks) if "write_epochs(" in block.code and block.lang == "python")
+    index = next(
+        i for i, block in enumerate(blocks) if "write_epochs(" in block.code and block.lang == "python"
+    )
     printed = blocks[index + 1]
     assert printed.lang == ""
     namespace: dict[str, Any] = {"__name__": "__main__"}
