@@ -33,19 +33,22 @@ def config(
     )
 
 
-def fail_once_at(order: int, marker: Path) -> Any:
-    """A step that raises once, on `order`, in whichever Python worker meets it first."""
+def fail_once_at(order: int, marker: Path, how: str) -> Any:
+    """A step that fails once, on `order`, in whichever Python worker meets it first: it raises,
+    or ("exit") its Python worker dies at once, as if killed."""
 
     def step(item: Any) -> Any:
         if item[0] == order and not os.path.exists(marker):
             marker.touch()
+            if how == "exit":
+                os._exit(17)
             raise RuntimeError(f"injected at order {order}")
         return item
 
     return step
 
 
-def enrich_dag(customers: Any, gate: Gate, table: str, marker: Path) -> DAG:
+def enrich_dag(customers: Any, gate: Gate, table: str, marker: Path, how: str) -> DAG:
     """orders (gated stream) -> hash join with the customers DataFrame -> fail once -> table."""
     dag = DAG()
     orders = dag.new_vertex("orders", gated_stream(gate, count=ORDERS))
@@ -56,19 +59,23 @@ def enrich_dag(customers: Any, gate: Gate, table: str, marker: Path) -> DAG:
     )
     dag.edge(Edge.between(orders, join).distributed())
     dag.edge(Edge.from_(names).to(join, 1).broadcast().distributed().with_priority(-1))
-    failing = dag.new_vertex("failing", P.map(fail_once_at(1700, marker)))
+    failing = dag.new_vertex("failing", P.map(fail_once_at(1700, marker, how)))
     sink = dag.new_vertex("table", write_epochs(table, schema="n long, id string, name string"))
     dag.edge(Edge.between(join, failing)).edge(Edge.between(failing, sink).distributed())
     return dag
 
 
-@pytest.mark.parametrize("guarantee", [ProcessingGuarantee.EXACTLY_ONCE, ProcessingGuarantee.AT_LEAST_ONCE])
+@pytest.mark.parametrize(
+    ("guarantee", "how"),
+    [(ProcessingGuarantee.EXACTLY_ONCE, "raise"), (ProcessingGuarantee.AT_LEAST_ONCE, "exit")],
+)
 def test_a_stream_enriched_from_a_dataframe_lands_in_the_table_once_across_a_failed_epoch(
-    spark: Any, tmp_path: Path, guarantee: ProcessingGuarantee
+    spark: Any, tmp_path: Path, guarantee: ProcessingGuarantee, how: str
 ) -> None:
     """The customers are a Parquet-backed DataFrame; once the job is submitted its files are
     replaced by other names: the restored epochs must still join with the copy read at submit.
-    The stream waits at a gate until an epoch committed, then fails once at order 1700."""
+    The stream waits at a gate until an epoch committed, then fails once at order 1700 (an
+    exception, or its Python worker killed)."""
     source = str(tmp_path / "customers")
     rows = [(f"c{i}", f"name{i}") for i in range(CUSTOMERS)]
     spark.createDataFrame(rows, "id string, name string").repartition(3).write.parquet(source)
@@ -78,7 +85,7 @@ def test_a_stream_enriched_from_a_dataframe_lands_in_the_table_once_across_a_fai
     table = str(tmp_path / "table")
     runner = SparkRunner(spark, restart_backoff=0.05)
     job = runner.submit(
-        enrich_dag(customers, gate, table, marker), config(tmp_path / "ck", "enrich", guarantee)
+        enrich_dag(customers, gate, table, marker, how), config(tmp_path / "ck", "enrich", guarantee)
     )
     renamed = [(f"c{i}", f"other{i}") for i in range(CUSTOMERS)]
     spark.createDataFrame(renamed, "id string, name string").write.mode("overwrite").parquet(source)
@@ -87,7 +94,8 @@ def test_a_stream_enriched_from_a_dataframe_lands_in_the_table_once_across_a_fai
     gate.open()
     job.join(180)
     assert marker.exists(), "the failure was never injected"
-    assert job.epochs_aborted == 1 and "injected at order 1700" in str(job.last_abort)
+    assert job.epochs_aborted == 1
+    assert how == "exit" or "injected at order 1700" in str(job.last_abort)
     written = [tuple(r) for r in spark.read.parquet(table).collect()]
     counts = Counter(n for n, _, _ in written)
     assert sorted(counts) == list(range(ORDERS)), "an order is missing from the table"
