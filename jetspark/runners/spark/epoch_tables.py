@@ -31,14 +31,27 @@ from typing import Any
 
 import fsspec
 
-from jetspark.core.context import MetaSupplierContext
+from jetspark.core.context import MetaSupplierContext, ProcessorContext
 from jetspark.core.dag import DAG
 from jetspark.core.errors import JobFailedError
-from jetspark.core.suppliers import MemberSuppliers, ProcessorMetaSupplier
-from jetspark.processors.sinks import collect
+from jetspark.core.suppliers import MemberSuppliers, ProcessorMetaSupplier, ProcessorSupplier
+from jetspark.processors.sinks import _CollectP
 
 _log = logging.getLogger("jetspark.spark.epoch_tables")
 STAGING = "_jetspark_staging"
+
+
+class _EpochItemsP(_CollectP):
+    """`collect`'s processor, refused outside the Spark runner's epochs (nothing would write)."""
+
+    def init_processor(self, context: ProcessorContext) -> None:
+        if not context.in_epochs:
+            raise JobFailedError(
+                f"vertex {context.vertex_name!r}: write_epochs runs only on the Spark runner, in a job "
+                "with a processing guarantee (its epochs write the table)",
+                vertex=context.vertex_name,
+            )
+        super().init_processor(context)
 
 
 class EpochTableSink(ProcessorMetaSupplier):
@@ -59,7 +72,7 @@ class EpochTableSink(ProcessorMetaSupplier):
             )
 
     def get(self, member_indexes: Sequence[int]) -> MemberSuppliers:
-        supplier = collect()
+        supplier = ProcessorSupplier.of(_EpochItemsP, does_work_without_input=False)
         return {m: supplier for m in member_indexes}
 
 
