@@ -21,7 +21,10 @@ worker (the children of `pyspark.daemon`; the DataFrame API runs none) and the S
 each run the kernel's high-water marks of those processes are reset (`/proc/PID/clear_refs` = 5)
 and a thread reads `VmHWM` (and `VmRSS`) every 50 ms, finding new workers once a second, so a
 peak between two reads is not missed and one contender's peak does not carry over to the next
-(a reused worker's mark is reset too).
+(a reused worker's mark is reset too; a reset mark starts at the process's RSS then). A worker
+counts only if it used CPU during the run, so idle workers Spark keeps for reuse do not show
+under the DataFrame API (0: no Python worker ran). The JVM's RSS rarely shrinks, so its peak is
+mostly what earlier runs grew it to.
 """
 
 from __future__ import annotations
@@ -162,6 +165,16 @@ def _parents() -> dict[int, int]:
     return parents
 
 
+def _cpu_ticks(pid: int) -> int:
+    """User + system CPU ticks of `pid` so far; 0 when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
 def _cmdline(pid: int) -> str:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
@@ -179,6 +192,8 @@ class PeakRss(threading.Thread):
         self.jvm = 0
         self.workers: list[int] = []
         self.peaks = {"driver": 0, "worker": 0, "jvm": 0}
+        #: CPU ticks of each worker when the span began: only workers that ran since count.
+        self._ticks: dict[int, int] = {}
         self._lock = threading.Lock()
         self._stopped = threading.Event()
         self._discover()
@@ -206,12 +221,14 @@ class PeakRss(threading.Thread):
                 except OSError:
                     pass
             self.peaks = dict.fromkeys(self.peaks, 0)
+            self._ticks = {w: _cpu_ticks(w) for w in self.workers}
 
     def sample(self) -> dict[str, int]:
         with self._lock:
             driver = max(_status_kb(self.driver))
             jvm = max(_status_kb(self.jvm)) if self.jvm else 0
-            worker = max((max(_status_kb(w)) for w in self.workers), default=0)
+            ran = [w for w in self.workers if _cpu_ticks(w) > self._ticks.setdefault(w, 0)]
+            worker = max((max(_status_kb(w)) for w in ran), default=0)
             for name, kib in (("driver", driver), ("worker", worker), ("jvm", jvm)):
                 self.peaks[name] = max(self.peaks[name], kib * 1024)
             return dict(self.peaks)
