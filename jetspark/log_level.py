@@ -4,6 +4,12 @@ The command puts the level in `JETSPARK_LOG_LEVEL`; `apply_log_level` (called by
 `run`, and by `jetspark.api.run` in a driver that `spark-submit` started) sets the `jetspark`
 loggers (`jetspark.*`, and processors' `jetspark.vertex.<name>`) to it and, when nothing has
 configured Python's logging yet, sends the records to standard error.
+
+On Spark the processors run in executors' Python workers, so the level goes there too: the
+variable reaches them through `spark.executorEnv.JETSPARK_LOG_LEVEL` (`executor_env_conf`, set by
+the embedded session and by `jetspark submit`; a local master's workers inherit the driver's
+environment anyway), and every Spark task calls `apply_log_level` before it builds its
+processors. Workers' standard error is the executor's log (the terminal, on a local master).
 """
 
 from __future__ import annotations
@@ -14,6 +20,12 @@ import os
 LOG_LEVEL_ENV = "JETSPARK_LOG_LEVEL"
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def executor_env_conf() -> dict[str, str]:
+    """The Spark setting that puts the level in executors' environment; {} when none is set."""
+    level = os.environ.get(LOG_LEVEL_ENV, "").strip().upper()
+    return {f"spark.executorEnv.{LOG_LEVEL_ENV}": level} if level else {}
 
 
 def apply_log_level() -> str | None:

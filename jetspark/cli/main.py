@@ -50,7 +50,7 @@ from jetspark.cli import startpoint
 from jetspark.cli.errors import report
 from jetspark.cli.pyfiles import build_zip
 from jetspark.core.errors import JobCancelledError
-from jetspark.log_level import LEVELS, LOG_LEVEL_ENV
+from jetspark.log_level import LEVELS, LOG_LEVEL_ENV, executor_env_conf
 from jetspark.planning.pictures import FORMATS, render_dag
 from jetspark.runners.spark.session import (
     MASTER_ENV,
@@ -216,6 +216,9 @@ def submit_command(rest: Sequence[str], workdir: Path) -> tuple[list[str], dict[
         # quiet start-up logs (WARN), as for embedded sessions; the user's own setting wins
         log4j = f"-Dlog4j.configurationFile=file:{log4j_config_file()}"
         options = ["--conf", f"spark.driver.extraJavaOptions={log4j}", *options]
+    for key, value in executor_env_conf().items():  # `--log-level` in executors' Python workers
+        if not any(o.startswith(f"{key}=") for o in options):
+            options = ["--conf", f"{key}={value}", *options]
     command = [str(Path(pyspark_home()) / "bin" / "spark-submit"), *options, job, *job_args]
     return command, env
 

@@ -312,9 +312,19 @@ def read_parquet(path: str, columns: Sequence[str] | None = None) -> ProcessorSu
     :param path: a file, a glob or a directory (read with its subdirectories).
     :param columns: the columns to read (all by default).
     """
+    return parquet_source("read_parquet", path, functools.partial(ParquetSplitReader, columns), columns)
+
+
+def parquet_source(
+    factory: str,
+    path: str,
+    make_reader: Callable[[], SplitReader],
+    columns: Sequence[str] | None = None,
+) -> ProcessorSupplier:
+    """`read_parquet`'s source with a reader of one's own (the Spark runner's reads `Row`s)."""
     import pyarrow.parquet as pq
 
-    paths = list_files("read_parquet", path)
+    paths = list_files(factory, path)
     splits: list[Split] = []
     weights: list[int] = []
     for file_path in paths:
@@ -323,12 +333,11 @@ def read_parquet(path: str, columns: Sequence[str] | None = None) -> ProcessorSu
             missing = sorted(set(columns) - set(metadata.schema.names))
             if missing:
                 raise ValueError(
-                    f"read_parquet: {file_path} has no column(s) {missing}; it has {metadata.schema.names}"
+                    f"{factory}: {file_path} has no column(s) {missing}; it has {metadata.schema.names}"
                 )
         for group in range(metadata.num_row_groups):
             splits.append(Split(file_path, group, group + 1))
             weights.append(metadata.row_group(group).total_byte_size)
-    reader = functools.partial(ParquetSplitReader, columns)
     return ProcessorSupplier.of(
-        functools.partial(_FileSourceP, os.fspath(path), reader, tuple(splits), tuple(weights), "fail")
+        functools.partial(_FileSourceP, os.fspath(path), make_reader, tuple(splits), tuple(weights), "fail")
     )

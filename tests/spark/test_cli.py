@@ -142,3 +142,37 @@ def test_the_py_files_zip_alone_makes_jetspark_importable(tmp_path: Path) -> Non
     done = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().startswith(str(bundle))
+
+
+LOGGING_JOB = """
+import logging, os
+from jetspark import DAG, Edge
+from jetspark import processors as P
+from jetspark.api import run
+
+def levels(n):
+    logger = logging.getLogger("jetspark.vertex.levels")
+    logger.debug("worker saw %d", n)
+    return (os.getpid(), logger.getEffectiveLevel())
+
+dag = DAG()
+numbers = dag.new_vertex("numbers", P.from_iterable(range(4)))
+seen = dag.new_vertex("levels", P.map(levels))
+sink = dag.new_vertex("sink", P.collect())
+dag.edge(Edge.between(numbers, seen).distributed()).edge(Edge.between(seen, sink))
+for pid, level in sorted(set(run(dag).result("sink"))):
+    print(pid != os.getpid(), logging.getLevelName(level))
+"""
+
+
+@pytest.mark.slow
+def test_log_level_reaches_the_python_workers_of_the_executors(tmp_path: Path) -> None:
+    """The processors run in Spark's Python workers (other processes than the driver): their
+    jetspark loggers take `--log-level`, and their debug records reach standard error."""
+    job = tmp_path / "job.py"
+    job.write_text(LOGGING_JOB)
+    done = jetspark("run", "--master", "local[2]", "--quiet", "--log-level", "debug", str(job), timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert set(done.stdout.split("\n")) - {""} == {"True DEBUG"}, done.stdout
+    logged = [line for line in done.stderr.splitlines() if "DEBUG jetspark.vertex.levels: worker saw" in line]
+    assert sorted(line.rsplit(" ", 1)[1] for line in logged) == ["0", "1", "2", "3"]

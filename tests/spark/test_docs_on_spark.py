@@ -38,3 +38,29 @@ def test_the_spark_data_reference_examples_print_what_they_show(spark: Any, name
 
     (code,) = examples(getattr(spark_runner, name))
     assert run_example(name, code, spark=spark) == ""
+
+
+def test_the_write_epochs_reference_example_prints_what_it_shows(spark: Any, tmp_path: Path) -> None:
+    import jetspark.runners.spark as spark_runner
+    from tests.unit.processors.test_reference_examples import examples, run_example
+
+    (code,) = examples(spark_runner.write_epochs)
+    assert run_example("write_epochs", code, spark=spark, folder=str(tmp_path)) == ""
+
+
+SPARK_DOC = Path(__file__).resolve().parents[2] / "docs" / "spark.md"
+
+
+def test_the_dataframes_in_streaming_jobs_example_prints_what_the_doc_shows(spark: Any) -> None:
+    """docs/spark.md, 'DataFrames in streaming jobs': the block and the output block after it."""
+    blocks = code_blocks(SPARK_DOC.read_text())
+    index = next(
+        i for i, block in enumerate(blocks) if "write_epochs(" in block.code and block.lang == "python"
+    )
+    printed = blocks[index + 1]
+    assert printed.lang == ""
+    namespace: dict[str, Any] = {"__name__": "__main__"}
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output):
+        exec(compile(blocks[index].code, str(SPARK_DOC), "exec"), namespace)
+    assert output.getvalue().rstrip("\n") == printed.code.rstrip("\n")  # show() ends with a blank line

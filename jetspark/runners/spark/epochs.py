@@ -32,12 +32,14 @@ from jetspark.core.errors import JobFailedError, ProcessorContractError
 from jetspark.runners.job import JobStatus
 from jetspark.runners.member import add_metrics
 from jetspark.runners.spark.epoch_stats import EpochStats
+from jetspark.runners.spark.epoch_tables import EpochTables
 from jetspark.runners.spark.epoch_task import EpochSpec
 from jetspark.runners.spark.failures import describe_failure
 from jetspark.runners.spark.live import LiveMetrics
 from jetspark.runners.spark.records import DriverReports, dumps
 from jetspark.runners.spark.runner import SparkJob
 from jetspark.runners.spark.session import call_site
+from jetspark.runners.spark.side_inputs import drop_side_inputs
 from jetspark.runners.startpoints import fan_out
 
 _log = logging.getLogger("jetspark.spark.epochs")
@@ -88,6 +90,7 @@ class EpochJob(SparkJob):
         self._completed: set[tuple[str, int]] = set()
         #: Check every file's checksum before the next epoch (after one found a damaged file).
         self._verify = False
+        self._tables: EpochTables | None = None
 
     def start_from(self, initial: Manifest | None) -> EpochJob:
         """Start; a job with no committed snapshot of its own starts from `initial` (an export)."""
@@ -175,6 +178,7 @@ class EpochJob(SparkJob):
         try:
             if final is JobStatus.COMPLETED:  # the record stays, marked completed; the snapshots go
                 self.store.finish(self.record.finished())
+                drop_side_inputs(self.store)
             elif final is JobStatus.CANCELLED:
                 self.store.discard()
         except OSError:  # the job's outcome stands; a submit finds the snapshots or the record
@@ -189,6 +193,7 @@ class EpochJob(SparkJob):
     def _epochs(self) -> JobStatus:
         restarts = 0
         while True:
+            self._settle_tables()
             request = self._request
             if request in ("cancel", "suspend"):
                 self._commit_only()
@@ -222,9 +227,11 @@ class EpochJob(SparkJob):
                 )
                 if self._all_completed(outcome):
                     self.epoch_stats.completed(epoch, outcome)
+                    self._finish_tables(epoch, outcome)
                     self._keep(outcome)
                     return JobStatus.COMPLETED
                 try:
+                    self.tables.stage(epoch, outcome.results)  # `write_epochs` sinks: before the commit
                     with self.epoch_stats.commit(epoch, outcome):
                         self._commit(epoch, outcome)
                     restarts = 0
@@ -259,6 +266,32 @@ class EpochJob(SparkJob):
                 "job %r: epoch %d aborted: %s; restart %d in %.1f s", self.name, epoch, why, restarts, delay
             )
             time.sleep(delay)
+
+    # ---- `write_epochs` sinks (runners.spark.epoch_tables) -----------------------------------
+
+    @property
+    def tables(self) -> EpochTables:
+        if self._tables is None:
+            self._tables = EpochTables(self.spark, self.dag, self.job_id)
+        return self._tables
+
+    def _settle_tables(self) -> None:
+        """Publish the committed epochs' staged tables, delete what later epochs left. A failure
+        fails the job, as one of the checkpoint store does: a submit settles them again."""
+        latest = self.store.latest_id()
+        try:
+            self.tables.settle(self.initial_id if latest is None else latest)
+        except Exception as cause:
+            raise JobFailedError(
+                f"job {self.name!r}: settling its write_epochs tables after snapshot {latest} failed: "
+                f"{type(cause).__name__}: {cause}; submitting the job again settles them"
+            ) from cause
+
+    def _finish_tables(self, epoch: int, outcome: DriverReports) -> None:
+        """The completing epoch has no snapshot to commit: its tables are written and published
+        now (a death before the job's record says completed: the next submit settles them away)."""
+        self.tables.stage(epoch, outcome.results)
+        self.tables.publish(epoch)
 
     def _give_up(self, epoch: int, cause: BaseException) -> JobFailedError:
         error = cause if isinstance(cause, JobFailedError) else self._translate(cause)

@@ -60,8 +60,9 @@ from jetspark.runners.spark.records import (
 )
 from jetspark.runners.spark.session import call_site, get_session, log_task_failures_once
 from jetspark.runners.spark.shipping import check_picklable
+from jetspark.runners.spark.side_inputs import freeze_side_inputs
 from jetspark.runners.spark.sinks import DataFrameSink
-from jetspark.runners.spark.sources import RddSource
+from jetspark.runners.spark.sources import DataFrameSource, RddSource
 from jetspark.runners.spark.task import TaskSpec, run_stage_task, source_records
 
 if TYPE_CHECKING:  # imported when used: executors of batch jobs need no fsspec
@@ -439,6 +440,7 @@ class SparkRunner:
 
                 return CompletedBefore(record)  # type: ignore[return-value]
             job_id = record.job_id
+            dag = freeze_side_inputs(dag, store, job_id)  # from_dataframe sources: read once, here
         plan = build_plan(dag, config, member_count, job_id=job_id)
         if store is not None:
             from jetspark.runners.startpoints import fan_out
@@ -539,11 +541,12 @@ class SparkRunner:
             )
         for vertex in dag:
             supplier = vertex.meta_supplier
-            if isinstance(supplier, RddSource):
+            if isinstance(supplier, RddSource) and not isinstance(supplier, DataFrameSource):
                 raise ValueError(
                     f"vertex {vertex.name!r}: a from_rdd source cannot be replayed from an offset, so a job with "
-                    "a processing guarantee cannot use it; use a replayable source (generator_stream, "
-                    "directory_stream) or run the job with ProcessingGuarantee.NONE"
+                    "a processing guarantee cannot use it; use from_dataframe (spark.createDataFrame(rdd)), "
+                    "which is read once into a copy, a replayable source (generator_stream, directory_stream) "
+                    "or run the job with ProcessingGuarantee.NONE"
                 )
             if isinstance(supplier, (DataFrameSink, FilesSink)):
                 raise ValueError(

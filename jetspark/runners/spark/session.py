@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from jetspark.core.errors import JetsparkError
+from jetspark.log_level import executor_env_conf
 
 MASTER_ENV = "JETSPARK_MASTER"
 #: Set by `jetspark run --ui` (see `jetspark.api`): embedded sessions then start Spark's web UI too.
@@ -185,6 +186,7 @@ def embedded_conf(master: str) -> dict[str, str]:
         "spark.python.task.killTimeout": "0s",
         "spark.driver.extraJavaOptions": log4j,
         "spark.executor.extraJavaOptions": log4j,
+        **executor_env_conf(),  # `--log-level` in the Python workers of executors
     }
 
 

@@ -118,6 +118,15 @@ class RddSource(ProcessorMetaSupplier):
         raise TypeError("an RDD source stays on the Spark driver; it is never pickled")
 
 
+class DataFrameSource(RddSource):
+    """A `from_dataframe` source: read as its RDD in a batch job; under a processing guarantee,
+    frozen into a Parquet copy when the job is submitted (`side_inputs`)."""
+
+    def __init__(self, df: Any) -> None:
+        super().__init__(df.rdd)
+        self.df = df
+
+
 def from_rdd(rdd: Any, keys: Collection[Any] | None = None) -> RddSource:
     """A source vertex emitting the items of `rdd` (a pyspark RDD), spread over the members.
 
@@ -151,8 +160,16 @@ def from_rdd(rdd: Any, keys: Collection[Any] | None = None) -> RddSource:
     return RddSource(rdd, keys)
 
 
-def from_dataframe(df: Any) -> RddSource:
-    """A source vertex emitting the rows (`pyspark.sql.Row`) of DataFrame `df`.
+def from_dataframe(df: Any) -> DataFrameSource:
+    """A source vertex emitting the rows (`pyspark.sql.Row`) of DataFrame `df` (or of a Spark
+    table: `from_dataframe(spark.table("name"))`).
+
+    In a job with a processing guarantee (on the Spark runner's epochs) it is a bounded side input,
+    for example the build side of a `hash_join` that enriches a stream: the DataFrame is read once,
+    when the job is first submitted, into a Parquet copy under the job's checkpoint directory, and
+    the vertex reads that copy with row offsets in its snapshots, so a restored epoch, or the job
+    submitted again after its driver died, emits every row exactly once and the same rows as
+    before (see `runners.spark.side_inputs`). A batch job reads the DataFrame itself.
 
     With `spark` your SparkSession:
 
@@ -173,4 +190,4 @@ def from_dataframe(df: Any) -> RddSource:
     """
     if not hasattr(df, "rdd"):
         raise TypeError(f"from_dataframe() needs a pyspark DataFrame, got {type(df).__name__}")
-    return RddSource(df.rdd)
+    return DataFrameSource(df)

@@ -30,6 +30,7 @@ import attrs
 from jetspark.core.context import EPOCHS_ATTRIBUTE, RESULTS_ATTRIBUTE, STARTPOINTS_ATTRIBUTE
 from jetspark.core.errors import JobFailedError
 from jetspark.engine.queue import BoundedQueue
+from jetspark.log_level import apply_log_level
 from jetspark.planning.defs import EdgeDef
 from jetspark.planning.plan import ExecutionPlan, ProcessorId
 from jetspark.planning.stages import StagePlan
@@ -109,6 +110,7 @@ def run_stage_task(
     without `task_members`. `records` is the shuffled input, or (with `direct_source`) the items
     of that source vertex's RDD partition `task`. With `epoch_bytes` (a pickled `EpochSpec`) the
     task runs its share of one epoch (`epoch_task`)."""
+    apply_log_level()  # `jetspark run/submit --log-level`, in this Python worker too
     members = tuple(task_members[task]) if task_members is not None else (task,)
     member = members[0]  # names the task in messages; its reports are addressed to it
     try:

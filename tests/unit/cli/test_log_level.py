@@ -61,3 +61,23 @@ def test_submit_takes_log_level_as_its_own_option() -> None:
     own, rest = _own_options(["--log-level", "INFO", "--master", "local[2]", "job.py", "--log-level", "x"])
     assert own == ["--log-level", "INFO"]
     assert rest == ["--master", "local[2]", "job.py", "--log-level", "x"]
+
+
+def test_the_level_goes_to_executors_environment_through_spark_submit_and_embedded_sessions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jetspark.cli.main import submit_command
+    from jetspark.runners.spark.session import embedded_conf
+
+    monkeypatch.delenv("JETSPARK_LOG_LEVEL", raising=False)
+    command, _ = submit_command(["--master", "spark://h:7077", "job.py"], tmp_path)
+    assert not any("executorEnv" in word for word in command)
+    assert not any("executorEnv" in key for key in embedded_conf("local[2]"))
+    monkeypatch.setenv("JETSPARK_LOG_LEVEL", "DEBUG")
+    command, _ = submit_command(["--master", "spark://h:7077", "job.py"], tmp_path)
+    at = command.index("spark.executorEnv.JETSPARK_LOG_LEVEL=DEBUG")
+    assert command[at - 1] == "--conf" and at < command.index("job.py")
+    assert embedded_conf("local[2]")["spark.executorEnv.JETSPARK_LOG_LEVEL"] == "DEBUG"
+    mine = ["--conf", "spark.executorEnv.JETSPARK_LOG_LEVEL=ERROR", "job.py"]
+    command, _ = submit_command(["--master", "local[2]", *mine], tmp_path)
+    assert [w for w in command if "JETSPARK_LOG_LEVEL" in w] == ["spark.executorEnv.JETSPARK_LOG_LEVEL=ERROR"]

@@ -1,0 +1,113 @@
+"""A DataFrame as a bounded source of a job with a processing guarantee: read once, replayed exactly.
+
+A DataFrame is a query, not data: run again, it may see a table that changed since, and its rows
+come in no fixed order, so a source over it cannot resume from an offset. Under a guarantee, a
+`from_dataframe` source is therefore frozen when the job is first submitted: the DataFrame is
+written once, as Parquet, to `<checkpoint_root>/<job>/side-inputs/<job id>/<vertex>` (Spark's own
+writer, so the copy is written by the executors, not the driver), and the vertex becomes jetspark's
+Parquet file source over that copy (`processors.file_sources`), which deals row groups to the
+processors and saves per row group the rows already emitted in every snapshot. So a restored epoch
+goes on exactly where the committed snapshot left it, and a driver that died and is submitted again
+finds the same copy (same job id) instead of reading the DataFrame a second time. The rows are
+emitted as `pyspark.sql.Row`s, as the batch source's are.
+
+The copy is deleted with the job's snapshots when the job completes or is cancelled
+(`drop_side_inputs`). A job started from an exported snapshot of another job reads that job's copy,
+which must then still exist.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import logging
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from jetspark.core.dag import DAG, Vertex
+from jetspark.core.suppliers import ProcessorMetaSupplier, ProcessorSupplier
+from jetspark.processors.file_sources import parquet_source
+from jetspark.processors.sources import from_iterable
+from jetspark.processors.split_readers import ParquetSplitReader
+from jetspark.runners.spark.sources import DataFrameSource
+
+if TYPE_CHECKING:
+    from jetspark.checkpoint import CheckpointStore
+
+_log = logging.getLogger("jetspark.spark.side_inputs")
+SIDE_INPUTS = "side-inputs"
+
+
+class _RowReader(ParquetSplitReader):
+    """Parquet rows as `pyspark.sql.Row`s, with the DataFrame's column order."""
+
+    def batches(self, split: Any, position: int) -> Iterator[tuple[int, list[Any]]]:
+        from pyspark.sql import Row
+
+        for first, rows in super().batches(split, position):
+            yield first, [Row(**row) for row in rows]
+
+
+def side_input_dir(store: CheckpointStore, job_id: str, vertex: str) -> str:
+    return f"{store.job_dir}/{SIDE_INPUTS}/{job_id}/{vertex}"
+
+
+def _local(store: CheckpointStore) -> bool:
+    protocol = store.fs.protocol
+    return "file" in (protocol if isinstance(protocol, tuple) else (protocol,))
+
+
+def freeze_side_inputs(dag: DAG, store: CheckpointStore, job_id: str) -> DAG:
+    """`dag` with every `from_dataframe` source replaced by a Parquet source over its frozen copy
+    (written now, unless an earlier run of this job wrote it); `dag` itself when it has none."""
+    frozen: dict[str, ProcessorMetaSupplier] = {}
+    for vertex in dag:
+        source = vertex.meta_supplier
+        if not isinstance(source, DataFrameSource):
+            continue
+        if not _local(store):
+            raise ValueError(
+                f"vertex {vertex.name!r}: under a processing guarantee a from_dataframe source is copied once "
+                f"under JobConfig.checkpoint_root, which must then be a file system path both Spark and "
+                f"the executors read (got protocol {store.fs.protocol!r})"
+            )
+        directory = side_input_dir(store, job_id, vertex.name)
+        if not store.fs.exists(f"{directory}/_SUCCESS"):  # a run that died while writing it left no marker
+            _log.info("vertex %r: copying its DataFrame to %s (read once)", vertex.name, directory)
+            source.df.write.mode("overwrite").parquet(f"file://{directory}")
+        frozen[vertex.name] = ProcessorMetaSupplier.of(_frozen_source(directory, source.df.columns))
+    return _replaced(dag, frozen) if frozen else dag
+
+
+def _frozen_source(directory: str, columns: Sequence[str]) -> ProcessorSupplier:
+    try:
+        return parquet_source("from_dataframe", directory, functools.partial(_RowReader, list(columns)))
+    except FileNotFoundError:  # an empty DataFrame may leave no data file
+        return from_iterable([])
+
+
+def drop_side_inputs(store: CheckpointStore) -> None:
+    """Delete the job's DataFrame copies (the job completed: nothing restores from them)."""
+    path = f"{store.job_dir}/{SIDE_INPUTS}"
+    try:
+        if store.fs.exists(path):
+            store.fs.rm(path, recursive=True)
+    except OSError:
+        _log.exception("deleting %s failed", path)
+
+
+def _replaced(dag: DAG, suppliers: dict[str, ProcessorMetaSupplier]) -> DAG:
+    """A copy of `dag` whose named vertices take the given meta suppliers; `dag` is not changed."""
+    result = DAG()
+    vertices: dict[str, Vertex] = {}
+    for vertex in dag:
+        if vertex.name in suppliers:
+            vertex = Vertex(vertex.name, suppliers[vertex.name], vertex.local_parallelism)
+        vertices[vertex.name] = result.vertex(vertex)
+    for old in dag.edges:
+        new = copy.copy(old)
+        new.source = vertices[old.source.name]
+        assert old.destination is not None
+        new.destination = vertices[old.destination.name]
+        result.edge(new)
+    return result
