@@ -29,8 +29,6 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-import fsspec
-
 from jetspark.core.context import MetaSupplierContext, ProcessorContext
 from jetspark.core.dag import DAG
 from jetspark.core.errors import JobFailedError
@@ -83,6 +81,8 @@ class _Table:
         self.vertex = vertex
         self.sink = sink
         self.job_id = job_id
+        import fsspec  # driver only: executors unpickle this module from the py-files zip, without fsspec
+
         self.fs, root = fsspec.core.url_to_fs(sink.path)
         self.root = root.rstrip("/")
         local = "file" in (self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,))
