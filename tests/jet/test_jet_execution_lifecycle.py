@@ -15,9 +15,11 @@ Skipped, with no counterpart: `when_oneOfTwoJobsFails_then_theOtherContinues` (J
 a cluster; local-runner jobs share nothing), `when_psGetOnOtherNodeThrows_then_jobFails` (needs
 member addresses; `when_psGetThrows_then_jobFails` covers a supplier that throws),
 `when_executionCancelled...`, `when_jobCancelled_then_psCloseNotCalledBeforeTaskletsDone`,
-`test_jobStatusCompleting` (Jet's job-status and cancellation futures), the (de)serialization
-cases (Jet's client/member serialization), `when_job_withNoSnapshots_completed_then_noSnapshotMapsLeft`
-(Jet's IMaps).
+`when_executionCancelledBeforeStart_then_jobFutureIsCancelledOnExecute`, `test_jobStatusCompleting`,
+`when_clientJoinBeforeAndAfterComplete_then_exceptionEquals` (Jet's job-status, client and
+cancellation futures), the six (de)serialization cases (Jet's client/member serialization;
+jetspark checks picklability before a job starts, tested in tests/spark and tests/unit),
+`when_job_withNoSnapshots_completed_then_noSnapshotMapsLeft` (Jet's IMaps).
 """
 
 from __future__ import annotations
