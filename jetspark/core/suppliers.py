@@ -93,7 +93,9 @@ class ProcessorMetaSupplier(abc.ABC):
         return True
 
     def close(self, error: BaseException | None) -> None:  # noqa: B027
-        """Called on the coordinator after the job ended; `error` is its failure, if any."""
+        """Called on the coordinator after the job ended; `error` is its failure, if any. Also
+        when the job could not be planned because a meta supplier's `init` or `get` raised (then
+        on every vertex's meta supplier, whether its `init` ran or not)."""
 
     def isolated_input_reason(self) -> str | None:
         """None (the default), or why each processor of this vertex must hear one upstream

@@ -327,6 +327,30 @@ def build_plan(
         logger=logging.getLogger("jetspark.job"),
         pruning=PruningReport(member_count, disabled=pruning_disabled(config)),
     )
+    try:
+        _resolve_vertices(dag, config, plan, edges)
+    except BaseException as error:
+        # As Jet: the job failed, so every meta supplier hears of it (one may have opened
+        # something in init); the error is raised here, by submit, not later by join.
+        _close_meta_suppliers(dag, error)
+        raise
+    prune(plan, dag, plan.pruning)
+    return plan
+
+
+def _close_meta_suppliers(dag: DAG, error: BaseException) -> None:
+    for vertex in dag.topological_order():
+        try:
+            vertex.meta_supplier.close(error)
+        except Exception:
+            logging.getLogger("jetspark.job").exception(
+                "vertex %r: ProcessorMetaSupplier.close() failed", vertex.name
+            )
+
+
+def _resolve_vertices(dag: DAG, config: JobConfig, plan: ExecutionPlan, edges: tuple[EdgeDef, ...]) -> None:
+    """Each vertex's local parallelism and its members' suppliers, from its meta supplier."""
+    member_count = plan.member_count
     for vertex in dag.topological_order():
         lp = resolve_local_parallelism(vertex, config)
         meta_context = MetaSupplierContext(**_meta_fields(plan, vertex.name, lp))
@@ -345,5 +369,3 @@ def build_plan(
                 (e for e in edges if e.source_name == vertex.name), key=lambda e: e.source_ordinal
             ),
         )
-    prune(plan, dag, plan.pruning)
-    return plan
