@@ -111,6 +111,8 @@ class Capabilities(NamedTuple):
     can_export: bool = False
     #: Its snapshots outlive this process (a checkpoint store): a resubmit resumes from them.
     durable: bool = False
+    #: Its `metrics()` come at its end; while it runs, `live_metrics()` has what its tasks reported.
+    live_metrics: bool = False
 
 
 #: Committed snapshots `JobHandle.snapshots()` lists by default, newest first.
@@ -123,7 +125,7 @@ class JobHandle:
 
     name: str
     #: A short name of what runs the job, for people ("local", "spark", "spark (epochs)").
-    runner = "local"
+    runner = ""
     #: The plan of the job's current (or last) execution; None before it was planned.
     plan: ExecutionPlan | None
     #: The job's DAG (after fusion) and config; None for a handle of a job that ran nothing.

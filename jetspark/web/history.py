@@ -14,7 +14,9 @@ import itertools
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import Any, NamedTuple
+from typing import NamedTuple
+
+from jetspark.runners.job import JobHandle
 
 #: Seconds between two samples of a job.
 SAMPLE_SECONDS = 1.0
@@ -111,11 +113,11 @@ class Sampler:
         self._thread.join(10)
 
 
-def read_counters(job: Any) -> dict[str, dict[str, int]]:
+def read_counters(job: JobHandle) -> dict[str, dict[str, int]]:
     """The job's per-vertex counters now: `metrics()`, or on a running Spark job the counts its
     tasks last reported (`live_metrics()`)."""
-    metrics: dict[str, dict[str, int]] = job.metrics()
-    if not metrics and hasattr(job, "live_metrics"):
+    metrics = job.metrics()
+    if not metrics:
         try:
             metrics = job.live_metrics()
         except Exception:  # the Spark session is stopping
@@ -123,9 +125,9 @@ def read_counters(job: Any) -> dict[str, dict[str, int]]:
     return metrics
 
 
-def processor_counts(job: Any, names: Iterable[str]) -> dict[str, int]:
+def processor_counts(job: JobHandle, names: Iterable[str]) -> dict[str, int]:
     """Processors deployed per vertex under the job's plan (1 where it has none yet)."""
-    plan = getattr(job, "plan", None)
+    plan = job.plan
     out = {}
     for name in names:
         planned = plan.vertices.get(name) if plan is not None else None

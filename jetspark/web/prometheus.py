@@ -17,7 +17,7 @@ from typing import Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from jetspark.runners.job import JobStatus
+from jetspark.runners.job import JobHandle, JobStatus
 from jetspark.web.registry import JobRegistry
 
 #: The figures that only grow, exported as counters; every other number is a gauge.
@@ -55,10 +55,10 @@ class JobsCollector(Collector):
             name = job.name
             for each in JobStatus:
                 status.add_metric([name, each.value], 1.0 if job.status is each else 0.0)
-            restarts.add_metric([name], float(getattr(job, "restarts", 0) or 0))
-            committed = getattr(job, "epochs_committed", None)
-            if isinstance(committed, int):
-                epochs.add_metric([name], float(committed))
+            restarts.add_metric([name], float(job.restarts))
+            stats = job.epoch_stats()
+            if stats is not None:
+                epochs.add_metric([name], float(stats.committed))
             for vertex, figures in _metrics_of(job).items():
                 for figure, value in figures.items():
                     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -70,12 +70,12 @@ class JobsCollector(Collector):
         yield from families.values()
 
 
-def _metrics_of(job: Any) -> dict[str, dict[str, Any]]:
+def _metrics_of(job: JobHandle) -> dict[str, dict[str, Any]]:
     try:
         metrics: dict[str, dict[str, Any]] = job.metrics()
     except Exception:  # a job between states: no figures this scrape
         return {}
-    if not metrics and hasattr(job, "live_metrics"):  # a running Spark batch job's reported counts
+    if not metrics:  # a running Spark batch job's reported counts
         try:
             metrics = job.live_metrics()
         except Exception:

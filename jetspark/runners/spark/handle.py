@@ -16,7 +16,7 @@ from jetspark.core.dag import DAG
 from jetspark.core.errors import JobFailedError
 from jetspark.planning.plan import ExecutionPlan
 from jetspark.planning.stages import StagePlan
-from jetspark.runners.job import JobHandle, JobStatus
+from jetspark.runners.job import Capabilities, JobHandle, JobStatus
 from jetspark.runners.member import PENDING_FIGURES
 from jetspark.runners.spark.adaptive import StageDecision
 from jetspark.runners.spark.failures import decode_failure
@@ -62,6 +62,9 @@ class SparkHandle(JobHandle):
         #: Adaptive parallelism: what was decided for each stage after a shuffle (bytes per
         #: subpartition and each task's range), in stage order.
         self.adaptive_decisions: list[StageDecision] = []
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(live_metrics=True)
 
     def start(self) -> SparkHandle:
         from pyspark import InheritableThread
