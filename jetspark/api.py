@@ -23,51 +23,38 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Iterator
 from typing import Any
 
 import attrs
 
 from jetspark.core.config import JobConfig
 from jetspark.core.dag import DAG
-from jetspark.core.errors import JetsparkError
+from jetspark.environment import (
+    PROGRESS_ENV,
+    RUNNER_ENV,
+    START_OVER_ENV,
+    UI_ENV,
+    UI_KEEP_ENV,
+    DagCaptured,
+    WebUIError,
+    capturing,
+    capturing_dag,
+)
 from jetspark.log_level import apply_log_level
+from jetspark.runners.job import JobHandle, JobStatus
 
-RUNNER_ENV = "JETSPARK_RUNNER"
-PROGRESS_ENV = "JETSPARK_PROGRESS"
-UI_ENV = "JETSPARK_UI"  # the same name as jetspark.runners.spark.session.UI_ENV
-#: Set (to 1) by `--ui-keep`: the web UI serves on after the job file ends, until Ctrl-C.
-UI_KEEP_ENV = "JETSPARK_UI_KEEP"
-#: Set (to 1) by `--start-over`: `run` sets `JobConfig.start_over` (a completed job runs again).
-START_OVER_ENV = "JETSPARK_START_OVER"
-
-
-class WebUIError(JetsparkError):
-    """The web UI that `JETSPARK_UI` asks for cannot be served (its port is taken, say)."""
-
-
-class DagCaptured(Exception):
-    """Raised by `run` inside `capturing_dag()`: carries the DAG and config instead of running them."""
-
-    def __init__(self, dag: DAG, config: JobConfig) -> None:
-        super().__init__(f"captured the DAG {dag!r}")
-        self.dag = dag
-        self.config = config
-
-
-_capturing = False
-
-
-@contextlib.contextmanager
-def capturing_dag() -> Iterator[None]:
-    """Inside: `run(dag)` raises `DagCaptured(dag, config)` instead of running the job."""
-    global _capturing
-    _capturing = True
-    try:
-        yield
-    finally:
-        _capturing = False
-
+__all__ = [  # the environment's names, as `jetspark.api` always offered them
+    "PROGRESS_ENV",
+    "RUNNER_ENV",
+    "START_OVER_ENV",
+    "UI_ENV",
+    "UI_KEEP_ENV",
+    "DagCaptured",
+    "WebUIError",
+    "capturing_dag",
+    "default_runner",
+    "run",
+]
 
 _log = logging.getLogger("jetspark")
 
@@ -96,7 +83,9 @@ def default_runner() -> Any:
     return runner
 
 
-def run(dag: DAG, config: JobConfig | None = None, runner: Any = None, timeout: float | None = None) -> Any:
+def run(
+    dag: DAG, config: JobConfig | None = None, runner: Any = None, timeout: float | None = None
+) -> JobHandle:
     """Run `dag` to the end on `runner` (default: `default_runner()`); return the finished job.
 
     The job's `result(vertex)` and `metrics()` are then complete; a failure is re-raised
@@ -107,7 +96,7 @@ def run(dag: DAG, config: JobConfig | None = None, runner: Any = None, timeout: 
     config = config or JobConfig()
     if os.environ.get(START_OVER_ENV) == "1" and not config.start_over:
         config = attrs.evolve(config, start_over=True)
-    if _capturing:
+    if capturing():
         raise DagCaptured(dag, config)
     apply_log_level()  # `jetspark run/submit --log-level`
     ui = os.environ.get(UI_ENV, "").strip()
@@ -120,20 +109,20 @@ def run(dag: DAG, config: JobConfig | None = None, runner: Any = None, timeout: 
         except (OSError, ValueError) as error:
             raise WebUIError(f"{error} (--ui-port picks another port; 0 any free one)") from error
     runner = runner if runner is not None else default_runner()
-    job = runner.submit(dag, config)
+    job: JobHandle = runner.submit(dag, config)
     try:
         with _progress(job):
             job.join(timeout)
-            while server is not None and job.status.value == "suspended":  # suspended from the UI
+            while server is not None and job.status is JobStatus.SUSPENDED:  # suspended from the UI
                 from jetspark.web.server import wait_while_suspended
 
                 wait_while_suspended(job, server)  # until resumed or cancelled there
                 job.join(timeout)
             return job
     except KeyboardInterrupt:  # Ctrl-C: a job with snapshots stops cleanly, resumable
-        if job.status.value == "suspended":  # already: it stays so
+        if job.status is JobStatus.SUSPENDED:  # already: it stays so
             raise
-        if config.snapshots_enabled and hasattr(job, "suspend"):
+        if config.snapshots_enabled and job.capabilities().can_suspend:
             job.suspend()  # the caller says so, in one line (jetspark run: `jetspark: interrupted; ...`)
             raise KeyboardInterrupt(f"job {job.name!r} suspended: run it again to resume") from None
         job.cancel()
@@ -150,7 +139,7 @@ def _progress_mode() -> str | None:
     return mode
 
 
-def _progress(job: Any) -> contextlib.AbstractContextManager[object]:
+def _progress(job: JobHandle) -> contextlib.AbstractContextManager[object]:
     """The terminal progress display `JETSPARK_PROGRESS` asks for, or nothing."""
     mode = _progress_mode()
     if mode is None:

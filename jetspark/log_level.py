@@ -17,7 +17,8 @@ from __future__ import annotations
 import logging
 import os
 
-LOG_LEVEL_ENV = "JETSPARK_LOG_LEVEL"
+from jetspark.environment import LOG_LEVEL_ENV as LOG_LEVEL_ENV
+
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 

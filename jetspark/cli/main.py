@@ -36,7 +36,11 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from jetspark.api import (
+from jetspark.cli import startpoint
+from jetspark.cli.errors import report
+from jetspark.cli.pyfiles import build_zip
+from jetspark.core.errors import JobCancelledError
+from jetspark.environment import (
     PROGRESS_ENV,
     RUNNER_ENV,
     START_OVER_ENV,
@@ -46,10 +50,6 @@ from jetspark.api import (
     WebUIError,
     capturing_dag,
 )
-from jetspark.cli import startpoint
-from jetspark.cli.errors import report
-from jetspark.cli.pyfiles import build_zip
-from jetspark.core.errors import JobCancelledError
 from jetspark.log_level import LEVELS, LOG_LEVEL_ENV, executor_env_conf
 from jetspark.planning.pictures import FORMATS, render_dag
 from jetspark.runners.spark.session import (

@@ -192,11 +192,11 @@ def _epoch_line(job: Any, now: float) -> Text | None:
 
 
 def _last_committed(job: Any) -> dict[str, Any] | None:
-    """The last committed epoch's figures (`EpochJob.epoch_stats`), if the job keeps them."""
-    stats = getattr(job, "epoch_stats", None)
+    """The last committed epoch's figures (`JobHandle.epoch_stats().epochs`), for a job in epochs."""
+    stats = job.epoch_stats()
     if stats is None:
         return None
-    found: dict[str, Any] | None = next((e for e in stats.epochs() if e["outcome"] == "committed"), None)
+    found: dict[str, Any] | None = next((e for e in stats.epochs if e["outcome"] == "committed"), None)
     return found
 
 
@@ -210,17 +210,11 @@ def _size(count: int) -> str:
 
 
 def _counts(job: Any) -> dict[str, dict[str, int]]:
-    """The job's per-vertex figures now: `metrics()`; on a Spark batch job before it ends, the
-    counts its tasks report; on a job in epochs, its committed epochs' counts plus the running
-    epoch's (`EpochJob.epoch_stats.counts()`)."""
-    metrics: dict[str, dict[str, int]] = job.metrics()
-    stats = getattr(job, "epoch_stats", None)
-    if stats is None:
-        return metrics or _live(job)
-    out = {vertex: dict(figures) for vertex, figures in metrics.items()}
-    for vertex, figures in stats.counts().items():
-        out.setdefault(vertex, {}).update(figures)
-    return out
+    """The job's per-vertex figures now (`JobHandle.current_metrics`): `metrics()`; on a Spark
+    batch job before it ends, the counts its tasks report; on a job in epochs, its committed
+    epochs' counts plus the running epoch's."""
+    found: dict[str, dict[str, int]] = job.current_metrics()
+    return found
 
 
 def _rates(
@@ -252,13 +246,6 @@ def _source_totals(job: Any) -> dict[str, int]:
         if isinstance(total, int) and total > 0:
             totals[vertex.name] = total
     return totals
-
-
-def _live(job: Any) -> dict[str, dict[str, int]]:
-    """A Spark job's counts as its running tasks report them (`SparkJob.live_metrics`), if any."""
-    live = getattr(job, "live_metrics", None)
-    found: dict[str, dict[str, int]] = live() if live is not None else {}
-    return found
 
 
 def _short(stage_name: str, job_name: str) -> str:

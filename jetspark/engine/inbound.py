@@ -16,7 +16,7 @@ from typing import Any
 from jetspark.core.errors import ProcessorContractError
 from jetspark.core.watermark import Watermark
 from jetspark.engine.coalescer import WatermarkCoalescer
-from jetspark.engine.queue import BoundedQueue
+from jetspark.engine.queue import QueueReceiver
 from jetspark.engine.special import DONE, SnapshotBarrier
 
 
@@ -39,7 +39,7 @@ class InboundStream:
         self,
         ordinal: int,
         priority: int,
-        queues: Sequence[BoundedQueue],
+        queues: Sequence[QueueReceiver],
         owner: str,
         aligned: bool = True,
     ) -> None:

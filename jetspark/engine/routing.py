@@ -17,7 +17,7 @@ from typing import Any, cast
 
 from jetspark.core.errors import PartitioningError
 from jetspark.core.partitioner import Partitioner, default_partitioner, whole_item
-from jetspark.engine.queue import BoundedQueue
+from jetspark.engine.queue import QueueSender
 
 
 class OutboundCollector:
@@ -25,7 +25,7 @@ class OutboundCollector:
 
     __slots__ = ("queues",)
 
-    def __init__(self, queues: Sequence[BoundedQueue]) -> None:
+    def __init__(self, queues: Sequence[QueueSender]) -> None:
         self.queues = list(queues)
 
     def offer_items(self, items: list[Any]) -> int:
@@ -51,7 +51,7 @@ class UnicastCollector(OutboundCollector):
 
     __slots__ = ("_next",)
 
-    def __init__(self, queues: Sequence[BoundedQueue], start: int = 0) -> None:
+    def __init__(self, queues: Sequence[QueueSender], start: int = 0) -> None:
         super().__init__(queues)
         self._next = start % len(self.queues) if self.queues else 0
 
@@ -109,7 +109,7 @@ class FanoutCollector(OutboundCollector):
 
     __slots__ = ("_per_member",)
 
-    def __init__(self, queues_by_member: Sequence[Sequence[BoundedQueue]]) -> None:
+    def __init__(self, queues_by_member: Sequence[Sequence[QueueSender]]) -> None:
         super().__init__([queue for member in queues_by_member for queue in member])
         self._per_member = [UnicastCollector(member) for member in queues_by_member if member]
 
@@ -154,7 +154,7 @@ class PartitionedCollector(OutboundCollector):
 
     def __init__(
         self,
-        queues: Sequence[BoundedQueue],
+        queues: Sequence[QueueSender],
         queue_of_partition: Sequence[int],
         key_fn: Callable[[Any], Any],
         partitioner: Partitioner,

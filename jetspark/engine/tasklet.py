@@ -6,10 +6,16 @@ worker can back off when no tasklet made progress. States, in the order a proces
     RESTORE -> FINISH_RESTORE            (only when restoring from a snapshot)
     PROCESS_WATERMARKS -> NULLARY_PROCESS -> PROCESS_INBOX   (the processing loop)
         PROCESS_INBOX -> COMPLETE_EDGE   (an inbound edge ended)
-        PROCESS_INBOX -> SAVE_SNAPSHOT -> COMMIT_PREPARE -> EMIT_BARRIER   (barrier on all inputs)
-        any processing state -> COMMIT_FINISH -> back                   (phase 2 requested)
+        PROCESS_INBOX -> SAVE_SNAPSHOT__PROCESS -> COMMIT_PREPARE__PROCESS
+            -> EMIT_BARRIER__PROCESS -> PROCESS_INBOX            (barrier on all inputs)
+        PROCESS_INBOX -> COMMIT_FINISH__PROCESS -> PROCESS_INBOX (phase 2 requested)
     COMPLETE -> EMIT_DONE -> WAIT_PHASE2 -> CLOSED     (a source starts at COMPLETE)
+        COMPLETE -> SAVE_SNAPSHOT__COMPLETE -> ... -> COMPLETE, COMPLETE -> COMMIT_FINISH__COMPLETE
+        WAIT_PHASE2 -> COMMIT_FINISH__FINAL -> WAIT_PHASE2
     COMPLETE -> WAIT_PHASE2 -> EMIT_DONE -> ...        (phase 2 of a snapshot it took part in due)
+
+As in Jet's `ProcessorState`, a state that returns somewhere carries its return point in its name
+(`__PROCESS`, `__COMPLETE`, `__FINAL`; `RETURN_TO`), and each state has one handler (`_HANDLERS`).
 
 Invariants: a method that returned False is called again before any other (except
 `snapshot_commit_finish`); `process` gets the same inbox until it is empty; `try_process` runs
@@ -28,7 +34,7 @@ import enum
 import logging
 import reprlib
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import chain
 from typing import Any
 
@@ -54,14 +60,52 @@ class State(enum.Enum):
     NULLARY_PROCESS = "nullary_process"
     PROCESS_INBOX = "process_inbox"
     COMPLETE_EDGE = "complete_edge"
-    SAVE_SNAPSHOT = "save_snapshot"
-    COMMIT_PREPARE = "commit_prepare"
-    EMIT_BARRIER = "emit_barrier"
-    COMMIT_FINISH = "commit_finish"
+    SAVE_SNAPSHOT__PROCESS = "save_snapshot__process"
+    SAVE_SNAPSHOT__COMPLETE = "save_snapshot__complete"
+    COMMIT_PREPARE__PROCESS = "commit_prepare__process"
+    COMMIT_PREPARE__COMPLETE = "commit_prepare__complete"
+    EMIT_BARRIER__PROCESS = "emit_barrier__process"
+    EMIT_BARRIER__COMPLETE = "emit_barrier__complete"
+    COMMIT_FINISH__PROCESS = "commit_finish__process"
+    COMMIT_FINISH__COMPLETE = "commit_finish__complete"
+    COMMIT_FINISH__FINAL = "commit_finish__final"
     COMPLETE = "complete"
     EMIT_DONE = "emit_done"
     WAIT_PHASE2 = "wait_phase2"
     CLOSED = "closed"
+
+
+#: Where each snapshot and phase-2 state returns to once it is done.
+RETURN_TO = {
+    State.SAVE_SNAPSHOT__PROCESS: State.PROCESS_INBOX,
+    State.SAVE_SNAPSHOT__COMPLETE: State.COMPLETE,
+    State.COMMIT_PREPARE__PROCESS: State.PROCESS_INBOX,
+    State.COMMIT_PREPARE__COMPLETE: State.COMPLETE,
+    State.EMIT_BARRIER__PROCESS: State.PROCESS_INBOX,
+    State.EMIT_BARRIER__COMPLETE: State.COMPLETE,
+    State.COMMIT_FINISH__PROCESS: State.PROCESS_INBOX,
+    State.COMMIT_FINISH__COMPLETE: State.COMPLETE,
+    State.COMMIT_FINISH__FINAL: State.WAIT_PHASE2,
+}
+#: The snapshot's states from where it is taken: save, commit-prepare, emit the barrier.
+_SNAPSHOT_STEPS = {
+    State.PROCESS_INBOX: (
+        State.SAVE_SNAPSHOT__PROCESS,
+        State.COMMIT_PREPARE__PROCESS,
+        State.EMIT_BARRIER__PROCESS,
+    ),
+    State.COMPLETE: (
+        State.SAVE_SNAPSHOT__COMPLETE,
+        State.COMMIT_PREPARE__COMPLETE,
+        State.EMIT_BARRIER__COMPLETE,
+    ),
+}
+#: Phase 2 (`snapshot_commit_finish`) from the state it interrupts.
+_COMMIT_FINISH_FROM = {
+    State.PROCESS_INBOX: State.COMMIT_FINISH__PROCESS,
+    State.COMPLETE: State.COMMIT_FINISH__COMPLETE,
+    State.WAIT_PHASE2: State.COMMIT_FINISH__FINAL,
+}
 
 
 class ProcessorTasklet:
@@ -103,7 +147,6 @@ class ProcessorTasklet:
         self._restore_entries = restore_entries
         self._restore_position = 0
         self._barrier: SnapshotBarrier | None = None
-        self._resume_state = State.PROCESS_INBOX
         self.last_snapshot_id = snapshot_context.phase1_id
         self._phase2_done_id = snapshot_context.phase2_id
         self.received_count = 0
@@ -179,86 +222,81 @@ class ProcessorTasklet:
         return progress or outbox.emitted_count != emitted_before
 
     def _step(self, state: State) -> bool:
-        if state is State.PROCESS_INBOX:
-            return self._process_inbox()
-        if state is State.PROCESS_WATERMARKS:
-            return self._process_watermarks()
-        if state is State.NULLARY_PROCESS:
-            if not self._fill_attempted:  # as Jet: not before the inbox was first filled (or tried)
-                self.state = State.PROCESS_INBOX
-                return False
-            done = self.processor.try_process()
-            if done is not True:
-                if done is not False:
-                    raise not_a_bool(self.processor, "try_process", done)
-                return False
+        return _HANDLERS[state](self)
+
+    def _nullary_process(self) -> bool:
+        if not self._fill_attempted:  # as Jet: not before the inbox was first filled (or tried)
             self.state = State.PROCESS_INBOX
             return False
-        if state is State.COMPLETE:
-            return self._complete()
-        if state is State.COMPLETE_EDGE:
-            stream = self._edges_to_complete[0]
-            done = self.processor.complete_edge(stream.ordinal)
-            if done is True:
-                self._edges_to_complete.popleft()
-                if (
-                    self._edges_to_complete
-                    or self._pending_watermarks
-                    or self._pruned  # an edge without producers, completed in its priority's turn
-                    or not all(s.is_done for s in self.streams)
-                ):
-                    self.state = State.PROCESS_WATERMARKS  # as Jet: watermarks and try_process next
-                else:
-                    self.state = State.COMPLETE  # as Jet: every edge ended, no try_process first
-                return True
+        done = self.processor.try_process()
+        if done is not True:
             if done is not False:
-                raise not_a_bool(self.processor, "complete_edge", done)
+                raise not_a_bool(self.processor, "try_process", done)
             return False
-        if state is State.SAVE_SNAPSHOT:
-            return self._save_snapshot()
-        if state is State.COMMIT_PREPARE:
-            self.outbox.allow_snapshot_offers("snapshot_commit_prepare")
-            try:
-                done = self.processor.snapshot_commit_prepare()
-            finally:
-                self.outbox.allow_snapshot_offers(None)
-            if done is not True and done is not False:
-                raise not_a_bool(self.processor, "snapshot_commit_prepare", done)
-            if done:
-                self.state = State.EMIT_BARRIER
-            return done
-        if state is State.EMIT_BARRIER:
-            return self._emit_barrier()
-        if state is State.COMMIT_FINISH:
-            return self._commit_finish()
-        if state is State.RESTORE:
-            return self._restore()
-        if state is State.FINISH_RESTORE:
-            done = self.processor.finish_snapshot_restore()
-            if done is True:
-                self.state = self._processing_start_state()
-                return True
-            if done is not False:
-                raise not_a_bool(self.processor, "finish_snapshot_restore", done)
-            return False
-        if state is State.EMIT_DONE:
-            if self.outbox.offer_special_to_all(DONE):
-                self._done_emitted = True
-                self.snapshot_context.tasklet_done(self.last_snapshot_id)
-                self.state = State.WAIT_PHASE2
-                return True
-            return False
-        if state is State.WAIT_PHASE2:
-            if self._enter_phase2_if_pending(State.WAIT_PHASE2):
-                return True
-            if self._phase2_outstanding():
-                return False
-            if not self._done_emitted and not self._terminated:
-                self.state = State.EMIT_DONE  # complete() returned True during a snapshot: now DONE
-                return True
-            self.state = State.CLOSED
-            self.close(strict=True)
+        self.state = State.PROCESS_INBOX
+        return False
+
+    def _complete_edge(self) -> bool:
+        stream = self._edges_to_complete[0]
+        done = self.processor.complete_edge(stream.ordinal)
+        if done is True:
+            self._edges_to_complete.popleft()
+            if (
+                self._edges_to_complete
+                or self._pending_watermarks
+                or self._pruned  # an edge without producers, completed in its priority's turn
+                or not all(s.is_done for s in self.streams)
+            ):
+                self.state = State.PROCESS_WATERMARKS  # as Jet: watermarks and try_process next
+            else:
+                self.state = State.COMPLETE  # as Jet: every edge ended, no try_process first
             return True
+        if done is not False:
+            raise not_a_bool(self.processor, "complete_edge", done)
+        return False
+
+    def _commit_prepare(self) -> bool:
+        self.outbox.allow_snapshot_offers("snapshot_commit_prepare")
+        try:
+            done = self.processor.snapshot_commit_prepare()
+        finally:
+            self.outbox.allow_snapshot_offers(None)
+        if done is not True and done is not False:
+            raise not_a_bool(self.processor, "snapshot_commit_prepare", done)
+        if done:
+            self.state = _SNAPSHOT_STEPS[RETURN_TO[self.state]][2]
+        return done
+
+    def _finish_restore(self) -> bool:
+        done = self.processor.finish_snapshot_restore()
+        if done is True:
+            self.state = self._processing_start_state()
+            return True
+        if done is not False:
+            raise not_a_bool(self.processor, "finish_snapshot_restore", done)
+        return False
+
+    def _emit_done(self) -> bool:
+        if self.outbox.offer_special_to_all(DONE):
+            self._done_emitted = True
+            self.snapshot_context.tasklet_done(self.last_snapshot_id)
+            self.state = State.WAIT_PHASE2
+            return True
+        return False
+
+    def _wait_phase2(self) -> bool:
+        if self._enter_phase2_if_pending(State.WAIT_PHASE2):
+            return True
+        if self._phase2_outstanding():
+            return False
+        if not self._done_emitted and not self._terminated:
+            self.state = State.EMIT_DONE  # complete() returned True during a snapshot: now DONE
+            return True
+        self.state = State.CLOSED
+        self.close(strict=True)
+        return True
+
+    def _closed(self) -> bool:
         return False
 
     # ---- processing -----------------------------------------------------------------------
@@ -348,8 +386,7 @@ class ProcessorTasklet:
 
     def _begin_snapshot(self, barrier: SnapshotBarrier) -> bool:
         self._barrier = barrier
-        self._resume_state = State.PROCESS_INBOX
-        self.state = State.SAVE_SNAPSHOT
+        self.state = State.SAVE_SNAPSHOT__PROCESS
         return True
 
     def _aligned_barrier(self) -> SnapshotBarrier | None:
@@ -393,8 +430,7 @@ class ProcessorTasklet:
         if snapshot.phase1_in_progress and snapshot.phase1_id > self.last_snapshot_id:
             if not self.outbox.has_unfinished_item():
                 self._barrier = SnapshotBarrier(snapshot.phase1_id, snapshot.terminal, snapshot.export_only)
-                self._resume_state = State.COMPLETE
-                self.state = State.SAVE_SNAPSHOT
+                self.state = State.SAVE_SNAPSHOT__COMPLETE
                 return True
             # a rejected item must go out before the snapshot: let only that one through
             blocked = True
@@ -431,7 +467,8 @@ class ProcessorTasklet:
             raise not_a_bool(self.processor, "save_to_snapshot", done)
         if done:
             assert self._barrier is not None
-            self.state = State.EMIT_BARRIER if self._barrier.is_export_only else State.COMMIT_PREPARE
+            _, prepare, emit = _SNAPSHOT_STEPS[RETURN_TO[self.state]]
+            self.state = emit if self._barrier.is_export_only else prepare
         return done
 
     def _emit_barrier(self) -> bool:
@@ -447,18 +484,17 @@ class ProcessorTasklet:
         if barrier.is_terminal:  # the end of the output (on Spark, of the epoch's): no DONE follows
             self._terminated = True
             self.snapshot_context.tasklet_done(self.last_snapshot_id)
-            self._resume_state = State.WAIT_PHASE2
             self.state = State.WAIT_PHASE2
         else:
-            self.state = self._resume_state
+            self.state = RETURN_TO[self.state]
         return True
 
-    def _enter_phase2_if_pending(self, resume: State) -> bool:
-        """Go to COMMIT_FINISH if phase 2 of a snapshot this processor took part in is due."""
+    def _enter_phase2_if_pending(self, current: State) -> bool:
+        """Go to the COMMIT_FINISH state that returns to `current` if phase 2 of a snapshot this
+        processor took part in is due."""
         if not self._phase2_pending():
             return False
-        self._resume_state = resume
-        self.state = State.COMMIT_FINISH
+        self.state = _COMMIT_FINISH_FROM[current]
         return True
 
     def _phase2_pending(self) -> bool:
@@ -490,7 +526,7 @@ class ProcessorTasklet:
         if done:
             self._phase2_done_id = snapshot.phase2_id
             snapshot.phase2_done(snapshot.phase2_id)
-            self.state = self._resume_state
+            self.state = RETURN_TO[self.state]
         return done
 
     def _restore(self) -> bool:
@@ -551,3 +587,27 @@ class ProcessorTasklet:
 
     def __repr__(self) -> str:
         return f"ProcessorTasklet({self.name}, state={self.state.value})"
+
+
+#: One handler per state (`ProcessorTasklet._step`).
+_HANDLERS: dict[State, Callable[[ProcessorTasklet], bool]] = {
+    State.RESTORE: ProcessorTasklet._restore,
+    State.FINISH_RESTORE: ProcessorTasklet._finish_restore,
+    State.PROCESS_WATERMARKS: ProcessorTasklet._process_watermarks,
+    State.NULLARY_PROCESS: ProcessorTasklet._nullary_process,
+    State.PROCESS_INBOX: ProcessorTasklet._process_inbox,
+    State.COMPLETE_EDGE: ProcessorTasklet._complete_edge,
+    State.SAVE_SNAPSHOT__PROCESS: ProcessorTasklet._save_snapshot,
+    State.SAVE_SNAPSHOT__COMPLETE: ProcessorTasklet._save_snapshot,
+    State.COMMIT_PREPARE__PROCESS: ProcessorTasklet._commit_prepare,
+    State.COMMIT_PREPARE__COMPLETE: ProcessorTasklet._commit_prepare,
+    State.EMIT_BARRIER__PROCESS: ProcessorTasklet._emit_barrier,
+    State.EMIT_BARRIER__COMPLETE: ProcessorTasklet._emit_barrier,
+    State.COMMIT_FINISH__PROCESS: ProcessorTasklet._commit_finish,
+    State.COMMIT_FINISH__COMPLETE: ProcessorTasklet._commit_finish,
+    State.COMMIT_FINISH__FINAL: ProcessorTasklet._commit_finish,
+    State.COMPLETE: ProcessorTasklet._complete,
+    State.EMIT_DONE: ProcessorTasklet._emit_done,
+    State.WAIT_PHASE2: ProcessorTasklet._wait_phase2,
+    State.CLOSED: ProcessorTasklet._closed,
+}

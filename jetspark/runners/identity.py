@@ -81,6 +81,8 @@ class CompletedBefore(JobHandle):
     """What a submit returns for a job that completed in an earlier run: it ran nothing, and has
     no results or metrics; `completed_at` says when the job completed."""
 
+    runner = "none (completed before)"
+
     def __init__(self, record: JobRecord) -> None:
         super().__init__()
         self.name = record.name

@@ -23,7 +23,7 @@ from jetspark.checkpoint.job_record import JobRecord
 from jetspark.core.config import JobConfig, ProcessingGuarantee, checked_count
 from jetspark.core.context import STARTPOINTS_ATTRIBUTE
 from jetspark.core.dag import DAG
-from jetspark.core.errors import JobCancelledError, JobFailedError, JobTimeoutError, RestartableError
+from jetspark.core.errors import JobCancelledError, JobFailedError, JobTimeoutError
 from jetspark.core.partitioner import DEFAULT_PARTITION_COUNT
 from jetspark.engine.execution import Execution
 from jetspark.engine.outbox import DEFAULT_BATCH_SIZE
@@ -33,7 +33,18 @@ from jetspark.planning.fusion import fuse_stateless_steps
 from jetspark.planning.plan import ExecutionPlan, build_plan, snapshot_blocking_vertices
 from jetspark.processors.staging import STAGING_ATTRIBUTE
 from jetspark.runners import durable, identity, startpoints
-from jetspark.runners.job import JobHandle, JobStatus
+from jetspark.runners.coordinator import (
+    RestartLoop,
+    Step,
+    Verdict,
+    close_meta_suppliers,
+    gave_up,
+    restartable,
+    settle,
+    tidy_store,
+    where_to_start,
+)
+from jetspark.runners.job import Capabilities, JobHandle, JobStatus, SnapshotInfo
 from jetspark.runners.member import (
     BACKPRESSURED_MS,
     PENDING_FIGURES,
@@ -50,7 +61,13 @@ _log = logging.getLogger("jetspark.job")
 
 
 class LocalJob(JobHandle):
-    """Handle of a job on the local runner."""
+    """Handle of a job on the local runner; its executions run in this process (the coordinator's
+    `Execution`: one run of every member's processors from a restore point)."""
+
+    runner = "local"
+    dag: DAG
+    config: JobConfig
+    member_count: int
 
     def __init__(
         self,
@@ -60,17 +77,22 @@ class LocalJob(JobHandle):
         batch_size: int,
         snapshot_registry: dict[str, Snapshot] | None = None,
         max_restarts: int = 5,
+        *,
+        job_id: str | None = None,
+        name: str | None = None,
+        store: CheckpointStore | None = None,
+        record: JobRecord | None = None,
     ) -> None:
+        """`job_id` (default: a new one), `name`, `store` and `record` come from the submit
+        (`coordinator.where_to_start`), before anything is built with the id."""
         self.dag = fuse_stateless_steps(dag, config)
         self.config = config
         self.member_count = member_count
         self.batch_size = batch_size
         self.max_restarts = max_restarts
-        #: Restarts after a RestartableError so far, over the whole job.
-        self.restarts = 0
         super().__init__()
-        self.job_id = uuid.uuid4().hex[:16]
-        self.name = config.name or f"job-{self.job_id}"
+        self.job_id = job_id or uuid.uuid4().hex[:16]
+        self.name = name or config.name or f"job-{self.job_id}"
         self.last_snapshot: Snapshot | None = None
         self.snapshot_count = 0
         #: The execution plan of the latest run (parallelism of each vertex), once started.
@@ -80,7 +102,6 @@ class LocalJob(JobHandle):
         self.snapshot_history: deque[dict[str, Any]] = deque(maxlen=20)
         self._snapshot_started = time.monotonic()
         self._results = ResultCollector()
-        self._lock = threading.Lock()
         self._execution: Execution | None = None
         self._snapshot_context: SnapshotContext | None = None
         self._tasklets: list[ProcessorTasklet] = []
@@ -98,13 +119,29 @@ class LocalJob(JobHandle):
             AttemptStaging(self.job_id, 0) if self._committer and not config.snapshots_enabled else None
         )
         #: The job's durable record in the checkpoint store (set at submit), else None.
-        self.record: JobRecord | None = None
+        self.record = record
         #: Snapshots persist here when the config names a checkpoint root (and takes snapshots).
-        self.store = (
-            CheckpointStore(config.checkpoint_root, self.name, config.snapshots_retained)
-            if config.checkpoint_root is not None and config.snapshots_enabled
-            else None
+        self.store = store
+        #: Where the next execution starts (the coordinator's restore point) and its plan if made.
+        self._restore: Snapshot | None = None
+        self._first_plan: ExecutionPlan | None = None
+        self._snapshots_seen = 0
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(
+            can_suspend=self.config.snapshots_enabled, can_export=True, durable=self.store is not None
         )
+
+    def taken_snapshots(self) -> list[SnapshotInfo]:
+        return [
+            SnapshotInfo(h["id"], h["created"], h["duration"], h["entries"]) for h in self.snapshot_history
+        ]
+
+    def snapshot_figures(self) -> dict[str, int]:
+        out = {"snapshot_count": self.snapshot_count}
+        if self.last_snapshot is not None:
+            out["last_snapshot_id"] = self.last_snapshot.snapshot_id
+        return out
 
     def committed_snapshot(self) -> Snapshot | None:
         """The last committed snapshot: from the checkpoint store if there is one, checked as it is
@@ -143,8 +180,7 @@ class LocalJob(JobHandle):
         with self._lock:
             if self.status is JobStatus.SUSPENDED:
                 self.status = JobStatus.CANCELLED
-                if self.store is not None:
-                    self._discard_snapshots()
+                tidy_store(self.name, self.store, self.record, JobStatus.CANCELLED)
                 self._finished.set()
                 return
             self.status = JobStatus.CANCELLED
@@ -220,50 +256,48 @@ class LocalJob(JobHandle):
     # ---- execution ------------------------------------------------------------------------
 
     def _run(self, restore: Snapshot | None, plan: ExecutionPlan | None) -> None:
-        in_a_row = 0  # restarts since the last snapshot was committed
-        snapshots_before = self.snapshot_count
-        while True:
-            error = self._execute(restore, plan)
-            plan = None  # a restart plans anew
-            if not (
-                isinstance(error, JobFailedError)
-                and isinstance(error.__cause__, RestartableError)
-                and self.status is JobStatus.RUNNING
-            ):
-                break
-            if self.snapshot_count != snapshots_before:
-                in_a_row, snapshots_before = 0, self.snapshot_count
-            if in_a_row >= self.max_restarts:
-                error = _gave_up(error, in_a_row, self.config.snapshots_enabled)
-                break
-            in_a_row += 1
-            self.restarts += 1
-            self.note_failure(error, f"restart {self.restarts}")
-            try:
-                restore = self._restart_point(error)
-            except Exception as cause:  # the restart cannot restore: fail with both causes
-                error = JobFailedError(f"job {self.name!r}: restarting after {error} failed: {cause}")
-                error.__cause__ = cause
-                break
-        with self._lock:
-            if self.status is JobStatus.CANCELLED:
-                pass
-            elif error is not None:
-                self.error = error
-                self.status = JobStatus.FAILED
-            elif self._snapshot_context is not None and self._snapshot_context.terminal:
-                self.status = JobStatus.SUSPENDED
-            else:
-                commit_error = self._commit_output()
-                self.error = commit_error
-                self.status = JobStatus.COMPLETED if commit_error is None else JobStatus.FAILED
-            if self.status in (JobStatus.FAILED, JobStatus.CANCELLED) and self._staging is not None:
-                self._committer.abort(late_sweep=0)
-            if self.store is not None and self.status is JobStatus.COMPLETED:
-                self._finish_store()
-            elif self.store is not None and self.status is JobStatus.CANCELLED:
-                self._discard_snapshots()
+        self._restore, self._first_plan = restore, plan
+        self._snapshots_seen = self.snapshot_count
+        error = RestartLoop(self.max_restarts, backoff=0.0).run(self)
+        context = self._snapshot_context
+        suspended = context is not None and context.terminal
+        status = settle(self, error, JobStatus.SUSPENDED if suspended else None, commit=self._commit_output)
+        if status in (JobStatus.FAILED, JobStatus.CANCELLED) and self._staging is not None:
+            self._committer.abort(late_sweep=0)
+        tidy_store(self.name, self.store, self.record, status)
         self._finished.set()
+
+    # ---- the coordinator's Execution --------------------------------------------------------
+
+    def execute(self) -> Step:
+        plan, self._first_plan = self._first_plan, None  # a restart plans anew
+        return Step(self._execute(self._restore, plan))
+
+    def verdict(self, error: BaseException) -> tuple[Verdict, BaseException]:
+        if restartable(error) and self._current_status() is JobStatus.RUNNING:
+            return Verdict.RESTART, error
+        return Verdict.FAIL, error
+
+    def progressed(self) -> bool:
+        seen, self._snapshots_seen = self._snapshots_seen, self.snapshot_count
+        return seen != self.snapshot_count
+
+    def give_up(self, error: BaseException, restarts: int) -> BaseException:
+        assert isinstance(error, JobFailedError)
+        return gave_up(
+            error, restarts, " in a row without a new snapshot" if self.config.snapshots_enabled else ""
+        )
+
+    def prepare_restart(self, error: BaseException, restart: int, delay: float) -> BaseException | None:
+        self.restarts += 1
+        self.note_failure(error, f"restart {self.restarts}")
+        try:
+            self._restore = self._restart_point(error)
+        except Exception as cause:  # the restart cannot restore: fail with both causes
+            failed = JobFailedError(f"job {self.name!r}: restarting after {error} failed: {cause}")
+            failed.__cause__ = cause
+            return failed
+        return None
 
     def _restart_point(self, error: BaseException) -> Snapshot | None:
         """Where a restart after `error` begins: the last committed snapshot; without a processing
@@ -286,27 +320,6 @@ class LocalJob(JobHandle):
         if self._staging is not None:
             self._staging = AttemptStaging(self.job_id, self.restarts)
         return None
-
-    def _finish_store(self) -> None:
-        """A completed job keeps only its record, marked completed: a submit under its name then
-        says so instead of running it again."""
-        assert self.store is not None
-        try:
-            if self.record is not None:
-                self.store.finish(self.record.finished())
-            else:
-                self.store.discard()
-        except OSError:
-            _log.exception("job %r: marking it completed under %s failed", self.name, self.store.job_dir)
-
-    def _discard_snapshots(self) -> None:
-        """A completed or cancelled job is over: a job submitted later under its name starts afresh.
-        (A failed or suspended job keeps its snapshots, to be resumed.)"""
-        assert self.store is not None
-        try:
-            self.store.discard()
-        except OSError:
-            _log.exception("job %r: deleting its snapshots under %s failed", self.name, self.store.job_dir)
 
     def _commit_output(self) -> BaseException | None:
         """Publish the `files` sinks' output of a completed job; the error if that failed."""
@@ -372,7 +385,7 @@ class LocalJob(JobHandle):
             if member is not None:
                 member.close(failure)
             if plan is not None:
-                _close_meta_suppliers(self.dag, failure)
+                close_meta_suppliers(self.dag, failure)
 
     def _tick(self) -> None:
         context = self._snapshot_context
@@ -434,26 +447,6 @@ class LocalJob(JobHandle):
         return True
 
 
-def _gave_up(error: JobFailedError, restarts: int, snapshots: bool) -> JobFailedError:
-    """The failure of a job that raised RestartableError again after `restarts` restarts."""
-    since = " in a row without a new snapshot" if snapshots else ""
-    failed = JobFailedError(
-        f"{error} (restarted {restarts} times{since}; giving up)",
-        vertex=error.vertex,
-        processor_index=error.processor_index,
-    )
-    failed.__cause__ = error.__cause__
-    return failed
-
-
-def _close_meta_suppliers(dag: DAG, error: BaseException | None) -> None:
-    for vertex in dag:
-        try:
-            vertex.meta_supplier.close(error)
-        except Exception:
-            _log.exception("vertex %r: ProcessorMetaSupplier.close() failed", vertex.name)
-
-
 class LocalRunner:
     """Runs DAGs in this process. `member_count` defaults to the job config's, else 1.
 
@@ -491,28 +484,51 @@ class LocalRunner:
                     f"initial snapshot {config.initial_snapshot_name!r} not found; exported snapshots: "
                     f"{sorted(self.snapshots)}"
                 )
-        job = LocalJob(dag, config, member_count, self.batch_size, self.snapshots, self.max_restarts)
-        if initial is None and config.initial_snapshot_name is not None:
-            if job.store is None:
-                raise ValueError(
-                    f"initial snapshot {config.initial_snapshot_name!r}: a job reads exported snapshots from its "
-                    "checkpoint root only when it takes snapshots (a processing guarantee other than NONE)"
-                )
-            exported = job.store.exported(config.initial_snapshot_name)
-            initial = durable.load(job.store, exported, DEFAULT_PARTITION_COUNT)
-        resumed = job.committed_snapshot()
-        if job.store is not None:  # the job's durable identity, before anything runs
-            committed_id = None if resumed is None else resumed.extra.get("job_id")
-            record, completed = identity.claim(job.store, config.start_over, committed_id)
-            if completed:
-                return identity.CompletedBefore(record)  # type: ignore[return-value]
+        job_id = identity.new_job_id()
+        name = config.name or f"job-{job_id}"
+        #: Snapshots persist in a store when the config names a checkpoint root (and takes them).
+        store = (
+            CheckpointStore(config.checkpoint_root, name, config.snapshots_retained)
+            if config.checkpoint_root is not None and config.snapshots_enabled
+            else None
+        )
+        if initial is None and config.initial_snapshot_name is not None and store is None:
+            raise ValueError(
+                f"initial snapshot {config.initial_snapshot_name!r}: a job reads exported snapshots from its "
+                "checkpoint root only when it takes snapshots (a processing guarantee other than NONE)"
+            )
+        resumed: Snapshot | None = None
+        record = None
+        if store is not None:  # the job's durable identity and where it starts, before anything runs
+            start = where_to_start(
+                store,
+                config,
+                verify=False,
+                load=lambda m: durable.load(store, m, DEFAULT_PARTITION_COUNT),
+                export=initial is None,
+            )
+            if start.completed:
+                return identity.CompletedBefore(start.record)  # type: ignore[return-value]
             # Transaction ids derive from the job id: this run must find what earlier ones prepared.
-            job.job_id, job.record = record.job_id, record
-        if resumed is not None:  # this job ran before and stopped: go on from where it committed
-            _log.info("job %r resumes from its committed snapshot %d", job.name, resumed.snapshot_id)
-            initial = resumed
+            job_id, record = start.record.job_id, start.record
+            if start.latest is not None:  # this job ran before and stopped: go on from where it committed
+                resumed = start.loaded
+            elif initial is None and start.export is not None:
+                initial = start.loaded
+        job = LocalJob(
+            dag,
+            config,
+            member_count,
+            self.batch_size,
+            self.snapshots,
+            self.max_restarts,
+            job_id=job_id,
+            name=name,
+            store=store,
+            record=record,
+        )
         job.prepare_output(resuming=resumed is not None)
-        return job.start(initial)
+        return job.start(resumed or initial)
 
     def run(self, dag: DAG, config: JobConfig | None = None, timeout: float | None = None) -> LocalJob:
         """Submit and wait for the end; re-raises a failure."""

@@ -23,7 +23,7 @@ from jetspark.core.errors import JobFailedError
 from jetspark.core.processor import Processor
 from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.engine.execution import Execution
-from jetspark.engine.queue import BoundedQueue
+from jetspark.engine.queue import QueueReceiver, QueueSender
 from jetspark.engine.snapshot import SnapshotContext, SnapshotData
 from jetspark.engine.tasklet import ProcessorTasklet
 from jetspark.planning.defs import EdgeDef
@@ -34,7 +34,7 @@ _log = logging.getLogger("jetspark.runners")
 
 #: (vertex name, member index)
 Placement = tuple[str, int]
-ExternalQueues = Callable[[EdgeDef, ProcessorId, ProcessorId], BoundedQueue | None]
+ExternalQueues = Callable[[EdgeDef, ProcessorId, ProcessorId], QueueSender | QueueReceiver | None]
 
 
 class MemberExecution:

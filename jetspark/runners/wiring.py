@@ -19,7 +19,7 @@ from jetspark.core.errors import JobFailedError
 from jetspark.core.processor import Processor
 from jetspark.engine.inbound import InboundStream
 from jetspark.engine.outbox import OutboxImpl
-from jetspark.engine.queue import BoundedQueue
+from jetspark.engine.queue import BoundedQueue, QueueReceiver, QueueSender
 from jetspark.engine.routing import (
     BroadcastCollector,
     DroppingCollector,
@@ -43,7 +43,7 @@ ProcessorKey = tuple[str, int, int]  # (vertex, member, local index)
 
 
 def make_collector(
-    edge: EdgeDef, targets: EdgeTargets, queues: list[BoundedQueue], start: int
+    edge: EdgeDef, targets: EdgeTargets, queues: list[QueueSender], start: int
 ) -> OutboundCollector:
     """The collector for one producer on one edge, given the queues to its `targets.consumers`."""
     if not queues:
@@ -108,28 +108,32 @@ def wire(
     restore_data: SnapshotData | None,
     attributes: dict[str, Any],
     batch_size: int,
-    external_queues: Callable[[EdgeDef, ProcessorId, ProcessorId], BoundedQueue | None] | None = None,
+    external_queues: Callable[[EdgeDef, ProcessorId, ProcessorId], QueueSender | QueueReceiver | None]
+    | None = None,
 ) -> list[ProcessorTasklet]:
     """Connect `processors` with queues and return their tasklets in topological order.
 
     `external_queues(edge, producer, consumer)` supplies the queue for a pair whose one end is
-    not in `processors` (the Spark runner's shuffle boundary). None is not a way to skip a pair on
+    not in `processors` (the Spark runner's shuffle boundary): a sender for a producer here, a
+    receiver for a consumer here (`engine.queue`; the wrong half is an AssertionError). None is not a way to skip a pair on
     the outbound side: every consumer of a present producer needs a queue, else AssertionError
     ("edge ...: missing queue for producer ..."). On the inbound side a pair without a queue is
     left out of the consumer's stream: the consumer neither receives from that producer nor waits
     for its DONE.
     """
     aligned = plan.config.processing_guarantee is ProcessingGuarantee.EXACTLY_ONCE
-    queues: dict[tuple[int, ProcessorId, ProcessorId], BoundedQueue] = {}
+    queues: dict[tuple[int, ProcessorId, ProcessorId], QueueSender | QueueReceiver] = {}
     present = {(m, i) for (_, m, i) in processors}
 
-    def queue_for(edge: EdgeDef, producer: ProcessorId, consumer: ProcessorId) -> BoundedQueue | None:
+    def queue_for(
+        edge: EdgeDef, producer: ProcessorId, consumer: ProcessorId
+    ) -> QueueSender | QueueReceiver | None:
         key = (edge.index, producer, consumer)
         if key not in queues:
             producer_here = (edge.source_name, *producer) in processors
             consumer_here = (edge.destination_name, *consumer) in processors
             if producer_here and consumer_here:
-                queue: BoundedQueue | None = BoundedQueue(
+                queue: QueueSender | QueueReceiver | None = BoundedQueue(
                     edge.queue_size, f"{edge.name} {producer}->{consumer}"
                 )
             elif external_queues is not None:
@@ -140,6 +144,18 @@ def wire(
                 return None
             queues[key] = queue
         return queues[key]
+
+    def sender_for(edge: EdgeDef, producer: ProcessorId, consumer: ProcessorId) -> QueueSender | None:
+        queue = queue_for(edge, producer, consumer)
+        if queue is not None and not isinstance(queue, QueueSender):
+            raise AssertionError(f"edge {edge.name}: the queue from {producer} to {consumer} cannot send")
+        return queue
+
+    def receiver_for(edge: EdgeDef, producer: ProcessorId, consumer: ProcessorId) -> QueueReceiver | None:
+        queue = queue_for(edge, producer, consumer)
+        if queue is not None and not isinstance(queue, QueueReceiver):
+            raise AssertionError(f"edge {edge.name}: the queue from {producer} to {consumer} cannot receive")
+        return queue
 
     del present
     tasklets: list[ProcessorTasklet] = []
@@ -155,14 +171,14 @@ def wire(
             collectors: list[OutboundCollector] = []
             for edge in vp.outbound:
                 targets = plan.consumers_of(edge, me)
-                edge_queues = [q for c in targets.consumers if (q := queue_for(edge, me, c)) is not None]
+                edge_queues = [q for c in targets.consumers if (q := sender_for(edge, me, c)) is not None]
                 if len(edge_queues) != len(targets.consumers):
                     raise AssertionError(f"edge {edge.name}: missing queue for producer {me}")
                 collectors.append(make_collector(edge, targets, edge_queues, start=local_index))
             streams = []
             for edge in vp.inbound:
                 producers = plan.producers_of(edge, me)
-                stream_queues = [q for p in producers if (q := queue_for(edge, p, me)) is not None]
+                stream_queues = [r for p in producers if (r := receiver_for(edge, p, me)) is not None]
                 streams.append(
                     InboundStream(
                         edge.dest_ordinal, edge.priority, stream_queues, context.vertex_name, aligned

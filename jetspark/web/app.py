@@ -61,7 +61,7 @@ def create_app(registry: JobRegistry, allowed_hosts: list[str], token: str | Non
             return PlainTextResponse("no such job", status_code=404)
         details = await run_in_threadpool(registry.details, key)
         handle = registry.get(key)
-        dag = getattr(handle, "dag", None)
+        dag = handle.dag if handle is not None else None
         svg = dag_svg(dag, plan_parallelism(handle)) if dag is not None else ""
         return HTMLResponse(job_page(details, svg, token))
 
@@ -73,7 +73,8 @@ def create_app(registry: JobRegistry, allowed_hosts: list[str], token: str | Non
 
     async def throughput_chart(request: Request) -> Response:
         key = job_key(request)
-        dag = getattr(registry.get(key), "dag", None) if key is not None else None
+        handle = registry.get(key) if key is not None else None
+        dag = handle.dag if handle is not None else None
         names = [vertex.name for vertex in dag] if dag is not None else []
         index: int = request.path_params["index"]
         if key is None or not 0 <= index < len(names):

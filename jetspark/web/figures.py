@@ -1,9 +1,8 @@
 """What the job page makes of a job's raw figures: watermarks as times and lag, processors' own
 counters, back-pressure levels, the failures with their tracebacks, and a job's epochs.
 
-Everything here reads the job handle defensively (`getattr` with a default): handles of the
-local runner, of Spark batch jobs and of jobs in epochs have different attributes, and a handle
-of an older or newer jetspark may lack one.
+Everything here reads the typed job handle (`runners.job.JobHandle`): what a runner lacks (epochs,
+say) the handle reports as absent.
 """
 
 from __future__ import annotations
@@ -12,8 +11,8 @@ import time
 import traceback
 from typing import Any
 
+from jetspark.runners.job import JobHandle
 from jetspark.runners.member import PENDING_FIGURES, WATERMARK_FIGURES
-from jetspark.web.history import epoch_stats
 
 #: Figures of a vertex that are the engine's own; every other one is a processor's counter
 #: (`Processor.custom_metrics`, such as `late_items_dropped`).
@@ -70,25 +69,23 @@ def backpressure_level(share: float | None) -> str:
     return next(level for threshold, level in BACKPRESSURE_LEVELS if share >= threshold)
 
 
-def exceptions(job: Any) -> list[dict[str, Any]]:
+def exceptions(job: JobHandle) -> list[dict[str, Any]]:
     """The job's failures, newest first: restarts it went on after (with tracebacks), epochs
     that aborted (with their causes), and the failure it ended with."""
     out: list[dict[str, Any]] = []
-    for failure in getattr(job, "failures", ()):
+    for failure in job.failures:
         out.append(_entry(failure.at, failure.outcome, failure.error))
-    causes = list(getattr(job, "abort_causes", ()) or ())
+    epochs = job.epoch_stats()
+    causes = list(epochs.abort_causes) if epochs is not None else []
     for cause in causes:
         if isinstance(cause, dict):
             epoch = cause.get("epoch")
             what = f"epoch {epoch} aborted" if epoch is not None else "epoch aborted"
             out.append(_text_entry(cause.get("time"), what, str(cause.get("cause", ""))))
-    last_abort = getattr(job, "last_abort", None)
-    if not causes and last_abort:
-        aborted = getattr(job, "epochs_aborted", 0)
-        out.append(_text_entry(None, f"epoch aborted (the last of {aborted})", str(last_abort)))
-    error = getattr(job, "error", None)
-    if error is not None:
-        out.append(_entry(getattr(job, "ended_at", None), f"job {job.status.value}", error))
+    if epochs is not None and not causes and epochs.last_abort:
+        out.append(_text_entry(None, f"epoch aborted (the last of {epochs.aborted})", str(epochs.last_abort)))
+    if job.error is not None:
+        out.append(_entry(job.ended_at, f"job {job.status.value}", job.error))
     out.sort(key=lambda entry: entry["time"] if entry["time"] is not None else float("inf"), reverse=True)
     return out[:MAX_EXCEPTIONS]
 
@@ -109,17 +106,17 @@ def _text_entry(at: Any, what: str, message: str, trace: str = "") -> dict[str, 
     }
 
 
-def epochs(job: Any, snapshots: list[dict[str, Any]]) -> dict[str, Any] | None:
+def epochs(job: JobHandle, snapshots: list[dict[str, Any]]) -> dict[str, Any] | None:
     """A job in epochs: epochs committed and aborted, the last abort's cause, the running epoch,
-    and the last epochs, newest first. From the job's per-epoch figures (`epoch_stats`: items in
-    and out, snapshot size, sink bytes, commit time, aborts with causes, the running epoch's live
-    counts) where it keeps them; else from the committed snapshots (each epoch ends in one), each
-    with the seconds since the commit before it. None for other jobs."""
-    if not hasattr(job, "epochs_committed"):
+    and the last epochs, newest first. From the job's per-epoch figures (`EpochStats.epochs`:
+    items in and out, snapshot size, sink bytes, commit time, aborts with causes, the running
+    epoch's live counts) where it keeps them; else from the committed snapshots (each epoch ends
+    in one), each with the seconds since the commit before it. None for other jobs."""
+    stats = job.epoch_stats()
+    if stats is None:
         return None
-    stats = epoch_stats(job)
-    if stats is not None:
-        listed = [_epoch_row(e) for e in stats.epochs()[:MAX_EPOCHS]]
+    if stats.epochs:
+        listed = [_epoch_row(e) for e in stats.epochs[:MAX_EPOCHS]]
     else:
         listed = []
         for newer, older in zip(snapshots, [*snapshots[1:], None]):
@@ -138,9 +135,9 @@ def epochs(job: Any, snapshots: list[dict[str, Any]]) -> dict[str, Any] | None:
     )
     running = next((e for e in listed if e.get("outcome") == "running"), None)
     return {
-        "committed": getattr(job, "epochs_committed", 0),
-        "aborted": getattr(job, "epochs_aborted", 0),
-        "last_abort": getattr(job, "last_abort", None),
+        "committed": stats.committed,
+        "aborted": stats.aborted,
+        "last_abort": stats.last_abort,
         "last_duration_s": last,
         "running": None if running is None else f"epoch {running['epoch']}, {running['duration_s']:.1f} s",
         "list": listed,

@@ -14,7 +14,9 @@ import itertools
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import Any, NamedTuple
+from typing import NamedTuple
+
+from jetspark.runners.job import JobHandle
 
 #: Seconds between two samples of a job.
 SAMPLE_SECONDS = 1.0
@@ -111,38 +113,19 @@ class Sampler:
         self._thread.join(10)
 
 
-def epoch_stats(job: Any) -> Any | None:
-    """A job in epochs' per-epoch figures (`runners.spark.epoch_stats.EpochStats`, the handle's
-    `epoch_stats`); None for other jobs. The one place the web UI finds them."""
-    return getattr(job, "epoch_stats", None)
+def read_counters(job: JobHandle) -> dict[str, dict[str, int]]:
+    """The job's per-vertex figures now (`JobHandle.current_metrics`): `metrics()`; on a running
+    Spark batch job the counts its tasks last reported; on a job in epochs its committed epochs'
+    counters plus the running epoch's as its tasks last reported them."""
+    try:
+        return job.current_metrics()
+    except Exception:  # the Spark session is stopping
+        return {}
 
 
-def read_counters(job: Any) -> dict[str, dict[str, int]]:
-    """The job's per-vertex figures now: `metrics()`; on a running Spark batch job the counts its
-    tasks last reported (`live_metrics()`); on a job in epochs its committed epochs' counters plus
-    the running epoch's as its tasks last reported them."""
-    metrics: dict[str, dict[str, int]] = job.metrics()
-    stats = epoch_stats(job)
-    if stats is not None:
-        try:
-            counts: dict[str, dict[str, int]] = stats.counts()
-        except Exception:  # the job is going away: its committed figures
-            return metrics
-        out = {vertex: dict(figures) for vertex, figures in metrics.items()}
-        for vertex, figures in counts.items():
-            out.setdefault(vertex, {}).update(figures)
-        return out
-    if not metrics and hasattr(job, "live_metrics"):
-        try:
-            metrics = job.live_metrics()
-        except Exception:  # the Spark session is stopping
-            return {}
-    return metrics
-
-
-def processor_counts(job: Any, names: Iterable[str]) -> dict[str, int]:
+def processor_counts(job: JobHandle, names: Iterable[str]) -> dict[str, int]:
     """Processors deployed per vertex under the job's plan (1 where it has none yet)."""
-    plan = getattr(job, "plan", None)
+    plan = job.plan
     out = {}
     for name in names:
         planned = plan.vertices.get(name) if plan is not None else None

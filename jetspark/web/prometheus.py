@@ -21,8 +21,8 @@ from typing import Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from jetspark.runners.job import JobStatus
-from jetspark.web.history import epoch_stats, read_counters
+from jetspark.runners.job import JobHandle, JobStatus
+from jetspark.web.history import read_counters
 from jetspark.web.registry import JobRegistry
 
 #: The figures that only grow, exported as counters; every other number is a gauge.
@@ -80,12 +80,12 @@ class JobsCollector(Collector):
             name = job.name
             for each in JobStatus:
                 status.add_metric([name, each.value], 1.0 if job.status is each else 0.0)
-            restarts.add_metric([name], float(getattr(job, "restarts", 0) or 0))
-            committed = getattr(job, "epochs_committed", None)
-            if isinstance(committed, int):
-                epochs.add_metric([name], float(committed))
-                aborted.add_metric([name], float(getattr(job, "epochs_aborted", 0) or 0))
-            _epoch_figures(job, name, running, last_epoch)
+            restarts.add_metric([name], float(job.restarts))
+            stats = job.epoch_stats()
+            if stats is not None:
+                epochs.add_metric([name], float(stats.committed))
+                aborted.add_metric([name], float(stats.aborted))
+                _epoch_figures(stats.epochs, name, running, last_epoch)
             for vertex, figures in _metrics_of(job).items():
                 for figure, value in figures.items():
                     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -100,7 +100,7 @@ class JobsCollector(Collector):
         yield from families.values()
 
 
-def _metrics_of(job: Any) -> dict[str, dict[str, Any]]:
+def _metrics_of(job: JobHandle) -> dict[str, dict[str, Any]]:
     try:
         return read_counters(job)
     except Exception:  # a job between states: no figures this scrape
@@ -108,16 +108,13 @@ def _metrics_of(job: Any) -> dict[str, dict[str, Any]]:
 
 
 def _epoch_figures(
-    job: Any, name: str, running: GaugeMetricFamily, last_epoch: dict[str, GaugeMetricFamily]
+    listed: tuple[dict[str, Any], ...],
+    name: str,
+    running: GaugeMetricFamily,
+    last_epoch: dict[str, GaugeMetricFamily],
 ) -> None:
-    """The running epoch's number and the last committed epoch's figures of a job in epochs."""
-    stats = epoch_stats(job)
-    if stats is None:
-        return
-    try:
-        listed = stats.epochs()
-    except Exception:  # the job is going away
-        return
+    """The running epoch's number and the last committed epoch's figures of a job in epochs
+    (`EpochStats.epochs`, newest first)."""
     now = next((e for e in listed if e["outcome"] == "running"), None)
     if now is not None:
         running.add_metric([name], float(now["epoch"]))

@@ -6,9 +6,9 @@ only. What a page shows comes from the handle itself: `status`, `metrics()` (per
 received and emitted, milliseconds back-pressured, the processors' own counters, and the gauges
 `queued` and `input_watermark`: the items in its inbound queues and the last watermark its
 processors accepted, the lowest of them), the plan's parallelism, the job's last snapshots or
-epochs, its failures, and on Spark the stage progress and the Spark UI links. Rates, back-pressure
-shares and the charts come from the samples the registry's sampler takes once a second
-(`jetspark.web.history`).
+epochs, its failures, and on Spark the stage progress and the Spark UI links, all through the typed
+handle (`runners.job.JobHandle`). Rates, back-pressure shares and the charts come from the samples
+the registry's sampler takes once a second (`jetspark.web.history`).
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from jetspark.planning.pictures import edge_label
-from jetspark.runners.job import JobHandle, JobStatus, observe_jobs
+from jetspark.runners.job import MAX_SNAPSHOTS, JobHandle, JobStatus, observe_jobs
 from jetspark.web import figures
 from jetspark.web.history import HISTORY_SECONDS, History, Rates, Sampler, processor_counts, read_counters
 
@@ -55,7 +56,7 @@ class JobRegistry:
         for key, job in jobs:
             if job.status is JobStatus.NOT_STARTED or key in self._final:
                 continue
-            ended = job._finished.is_set()
+            ended = job.ended
             history = self._histories.setdefault(key, History())
             history.add(time.time(), read_counters(job))
             if ended:
@@ -73,7 +74,7 @@ class JobRegistry:
             self._next += 1
             self._jobs[key] = job
             while len(self._jobs) > MAX_JOBS:
-                oldest = next((k for k, j in self._jobs.items() if j._finished.is_set()), None)
+                oldest = next((k for k, j in self._jobs.items() if j.ended), None)
                 if oldest is None:
                     break
                 del self._jobs[oldest]
@@ -99,14 +100,14 @@ class JobRegistry:
         """The jobs list's row: id, name, state, runner, start time, duration."""
         job = self._jobs[key]
         ended = job.ended_at
-        end = ended if ended is not None and job._finished.is_set() else time.time()
+        end = ended if ended is not None and job.ended else time.time()
         return {
             "key": key,
-            "id": str(getattr(job, "job_id", "")),
+            "id": str(job.job_id),
             "name": job.name,
             "state": job.status.value,
-            "runner": _runner_name(job),
-            "members": getattr(job, "member_count", None),
+            "runner": job.runner,
+            "members": job.member_count,
             "submitted": job.submitted_at,
             "submitted_text": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(job.submitted_at)),
             "duration": round(max(end - job.submitted_at, 0.0), 3),
@@ -119,10 +120,10 @@ class JobRegistry:
         job = self._jobs[key]
         out = self.summary(key)
         # a running Spark job: the counts its tasks last reported (in epochs: the running epoch's)
-        out["live"] = job.status is JobStatus.RUNNING and hasattr(job, "live_metrics")
+        out["live"] = job.status is JobStatus.RUNNING and job.capabilities().live_metrics
         metrics = read_counters(job)
-        plan = getattr(job, "plan", None)
-        dag = getattr(job, "dag", None)
+        plan = job.plan
+        dag = job.dag
         names = [vertex.name for vertex in dag] if dag is not None else []
         rates = self.history(key).rates(processor_counts(job, names))
         now = time.time()
@@ -169,14 +170,16 @@ class JobRegistry:
         out["actions"] = actions(job)
         out["snapshots"] = _snapshots(job)
         out["snapshot_list"] = committed_snapshots(job)
-        out["has_snapshots"] = bool(getattr(getattr(job, "config", None), "snapshots_enabled", False))
+        out["has_snapshots"] = job.config is not None and job.config.snapshots_enabled
         out["epochs"] = figures.epochs(job, out["snapshot_list"])
         out["exceptions"] = figures.exceptions(job)
         out["chart_span_s"] = HISTORY_SECONDS
-        out["spark_stages"] = _call(job, "spark_stages", [])
-        out["spark_ui"] = _call(job, "spark_ui_url", None)
+        no_stages: list[dict[str, Any]] = []
+        no_links: list[tuple[str, str]] = []
+        out["spark_stages"] = _safely(job.spark_stages, no_stages)
+        out["spark_ui"] = _safely(job.spark_ui_url, None)
         out["spark_links"], out["spark_links_left_out"] = figures.bounded_links(
-            list(_call(job, "spark_ui_links", []))
+            _safely(job.spark_ui_links, no_links)
         )
         return out
 
@@ -184,7 +187,7 @@ class JobRegistry:
         """The chart of the last snapshots' durations (local runner, measured) or the last epochs'
         that counted (on Spark: from start to commit), oldest first."""
         job = self._jobs[key]
-        if hasattr(job, "epochs_committed"):
+        if job.epoch_stats() is not None:
             listed = figures.epochs(job, committed_snapshots(job)) or {"list": []}
             timed = [
                 e
@@ -192,26 +195,20 @@ class JobRegistry:
                 if e["duration_s"] is not None and e.get("outcome") in figures.ENDED_WELL
             ]
             return "epoch duration", [f"epoch {e['epoch']}" for e in timed], [e["duration_s"] for e in timed]
-        taken = list(getattr(job, "snapshot_history", ()))[-MAX_SNAPSHOTS:]
-        return "snapshot duration", [f"snapshot {h['id']}" for h in taken], [h["duration"] for h in taken]
+        taken = job.taken_snapshots()[-MAX_SNAPSHOTS:]
+        return "snapshot duration", [f"snapshot {h.id}" for h in taken], [h.duration_s or 0.0 for h in taken]
 
 
 def actions(job: JobHandle) -> dict[str, bool]:
     """Which buttons work now: cancel a running or suspended job; suspend a running job that takes
     snapshots; resume a suspended one."""
     status = job.status
-    config = getattr(job, "config", None)
-    snapshots = bool(getattr(config, "snapshots_enabled", False))
+    can = job.capabilities()
     return {
         "cancel": status in (JobStatus.RUNNING, JobStatus.SUSPENDED),
-        "suspend": status is JobStatus.RUNNING and snapshots and hasattr(job, "suspend"),
-        "resume": status is JobStatus.SUSPENDED and hasattr(job, "resume"),
+        "suspend": status is JobStatus.RUNNING and can.can_suspend,
+        "resume": status is JobStatus.SUSPENDED and can.can_suspend,
     }
-
-
-def _runner_name(job: JobHandle) -> str:
-    kind = type(job).__name__
-    return {"LocalJob": "local", "SparkJob": "spark", "EpochJob": "spark (epochs)"}.get(kind, kind)
 
 
 def _error_text(job: JobHandle) -> str | None:
@@ -220,57 +217,39 @@ def _error_text(job: JobHandle) -> str | None:
     return f"{type(job.error).__name__}: {job.error}"
 
 
-#: Committed snapshots listed on a job page, newest first.
-MAX_SNAPSHOTS = 10
-
-
 def committed_snapshots(job: JobHandle) -> list[dict[str, Any]]:
-    """The job's last snapshots, newest first: id, time, and where known the duration (local
-    runner), the entries (local runner) and the bytes and files of the checkpoint store's copy."""
-    history = {h["id"]: h for h in getattr(job, "snapshot_history", ())}
-    stored: dict[int, Any] = {}
-    store = getattr(job, "store", None)
-    if store is not None:
-        try:
-            for snapshot_id in store.committed_ids()[:MAX_SNAPSHOTS]:
-                stored[snapshot_id] = store.load_manifest(store.snapshot_dir(snapshot_id))
-        except Exception:  # retention removed one meanwhile, or the job discarded them at its end
-            pass
-    out = []
-    for snapshot_id in sorted(set(history) | set(stored), reverse=True)[:MAX_SNAPSHOTS]:
-        taken, manifest = history.get(snapshot_id, {}), stored.get(snapshot_id)
-        created = manifest.created if manifest is not None else taken["created"]
-        out.append(
-            {
-                "id": snapshot_id,
-                "created": created,
-                "created_text": time.strftime("%H:%M:%S", time.localtime(created)),
-                "duration_ms": round(taken["duration"] * 1000, 1) if "duration" in taken else None,
-                "entries": taken.get("entries"),
-                "bytes": manifest.total_bytes if manifest is not None else None,
-                "files": len(manifest.files) if manifest is not None else None,
-            }
-        )
-    return out
+    """The job's last snapshots (`JobHandle.snapshots`), newest first, as the page shows them."""
+    return [
+        {
+            "id": info.id,
+            "created": info.created,
+            "created_text": time.strftime("%H:%M:%S", time.localtime(info.created)),
+            "duration_ms": round(info.duration_s * 1000, 1) if info.duration_s is not None else None,
+            "entries": info.entries,
+            "bytes": info.bytes,
+            "files": info.files,
+        }
+        for info in job.snapshots(MAX_SNAPSHOTS)
+    ]
 
 
 def _snapshots(job: JobHandle) -> dict[str, Any]:
-    """Snapshot counts the handle keeps."""
-    out: dict[str, Any] = {}
-    for attribute in ("snapshot_count", "epochs_committed", "epochs_aborted", "last_abort"):
-        if getattr(job, attribute, None) is not None:
-            out[attribute] = getattr(job, attribute)
-    last = getattr(job, "last_snapshot", None)
-    if last is not None:
-        out["last_snapshot_id"] = last.snapshot_id
+    """Snapshot and epoch counts the handle keeps."""
+    out: dict[str, Any] = dict(job.snapshot_figures())
+    epochs = job.epoch_stats()
+    if epochs is not None:
+        out["epochs_committed"] = epochs.committed
+        out["epochs_aborted"] = epochs.aborted
+        if epochs.last_abort is not None:
+            out["last_abort"] = epochs.last_abort
     return out
 
 
-def _call(job: JobHandle, method: str, default: Any) -> Any:
-    found = getattr(job, method, None)
-    if found is None:
-        return default
+T = TypeVar("T")
+
+
+def _safely(read: Callable[[], T], default: T) -> T:
     try:
-        return found()
+        return read()
     except Exception:  # the Spark session is stopping: show nothing rather than fail the page
         return default

@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 
-from jetspark.api import UI_KEEP_ENV
+from jetspark.environment import UI_KEEP_ENV
 from jetspark.runners.job import JobHandle, JobStatus
 from jetspark.web.app import create_app
 from jetspark.web.registry import JobRegistry
@@ -151,7 +151,7 @@ def wait_while_suspended(job: JobHandle, server: WebServer) -> None:
     """Say on standard error that `job` is suspended and how to resume it, then wait until it is
     no longer suspended (resumed or cancelled from `server`'s page); Ctrl-C leaves it suspended."""
     key = server.add(job)
-    if getattr(job, "store", None) is not None:
+    if job.capabilities().durable:
         later = "run the job file again to resume it from its last snapshot"
     else:
         later = "its snapshot is in this process only (JobConfig.checkpoint_root keeps it): the job ends"

@@ -9,10 +9,10 @@ with its name, local parallelism and a line of live counts that the page's scrip
 from __future__ import annotations
 
 from html import escape
-from typing import Any
 
 from jetspark.core.dag import DAG
 from jetspark.planning.pictures import columns, edge_label
+from jetspark.runners.job import JobHandle
 
 BOX_W, BOX_H = 190, 62
 GAP_X, GAP_Y = 210, 40
@@ -84,9 +84,9 @@ def _edge(
     )
 
 
-def plan_parallelism(job: Any) -> dict[str, int] | None:
+def plan_parallelism(job: JobHandle | None) -> dict[str, int] | None:
     """The planned local parallelism of each vertex of `job`, when it has a plan."""
-    plan = getattr(job, "plan", None)
+    plan = job.plan if job is not None else None
     if plan is None:
         return None
     return {name: vp.local_parallelism for name, vp in plan.vertices.items()}

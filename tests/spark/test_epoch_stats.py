@@ -37,7 +37,7 @@ def held_files_job(gate: Gate, out: Path) -> DAG:
 
 
 def received(job: Any, vertex: str) -> int:
-    return int(job.epoch_stats.counts().get(vertex, {}).get("received", 0))
+    return int(job.ledger.counts().get(vertex, {}).get("received", 0))
 
 
 def test_an_epochs_counts_rise_while_it_runs_and_each_epoch_keeps_its_figures(
@@ -53,7 +53,7 @@ def test_an_epochs_counts_rise_while_it_runs_and_each_epoch_keeps_its_figures(
     job = SparkRunner(spark, member_count=1).submit(held_files_job(gate, tmp_path / "out"), config)
     try:
         wait_until(lambda: received(job, "files") == 100, "100 items into the sink, live", 120)
-        running = job.epoch_stats.running()
+        running = job.ledger.running()
         assert running is not None and running["epoch"] == 0 and running["items_out"] == 100
         assert job.epochs_committed == 0 and job.metrics().get("files", {}).get("received", 0) == 0
         view = JobProgress(job)
@@ -61,7 +61,7 @@ def test_an_epochs_counts_rise_while_it_runs_and_each_epoch_keeps_its_figures(
         gate.hold_at(250)  # the same epoch goes on: its counts rise
         wait_until(lambda: received(job, "files") == 250, "250 items into the sink, live", 120)
         wait_until(
-            lambda: job.epoch_stats.counts()["numbers"]["backpressured_ms"] > 0,
+            lambda: job.ledger.counts()["numbers"]["backpressured_ms"] > 0,
             "the source's back-pressure, live",
             120,
         )
@@ -69,13 +69,13 @@ def test_an_epochs_counts_rise_while_it_runs_and_each_epoch_keeps_its_figures(
         assert figures_in(shown)["files"] == (250, 0), shown
         assert re.search(r"epoch 0 running \d+\.\d s  0 committed, 0 aborted", shown), shown
         assert re.search(r"vertex .* back-pressured", shown), shown
-        assert job.epochs_committed == 0 and job.epoch_stats.running()["epoch"] == 0
+        assert job.epochs_committed == 0 and job.ledger.running()["epoch"] == 0
         assert job.status is JobStatus.RUNNING
     finally:
         gate.open()
     job.join(180)
     assert job.status is JobStatus.COMPLETED
-    epochs = job.epoch_stats.epochs()
+    epochs = job.ledger.epochs()
     kept = [e for e in epochs if e["outcome"] in ("committed", "completed")]
     assert kept[-1]["epoch"] == 0 and kept[0]["outcome"] == "completed"
     assert sum(e["items_in"] for e in kept) == sum(e["items_out"] for e in kept) == ITEMS
@@ -87,5 +87,5 @@ def test_an_epochs_counts_rise_while_it_runs_and_each_epoch_keeps_its_figures(
     written = sum(f.stat().st_size for f in (tmp_path / "out").glob("part-*.jsonl"))
     assert written > 0 and sum(e["sink_bytes"] for e in kept) == written
     totals = job.metrics()
-    assert job.epoch_stats.counts()["files"]["received"] == totals["files"]["received"] == ITEMS
+    assert job.ledger.counts()["files"]["received"] == totals["files"]["received"] == ITEMS
     assert job.live_metrics() == {}  # ended

@@ -10,9 +10,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from jetspark import DAG, AbstractProcessor, Edge, JobConfig
 from jetspark.processors import collect, from_iterable, insert_watermarks
-from jetspark.runners.job import JobHandle, JobStatus
+from jetspark.runners.job import Capabilities, EpochStats, JobHandle, JobStatus
 from jetspark.runners.local import LocalRunner
-from jetspark.runners.spark.epoch_stats import EpochStats
+from jetspark.runners.spark.epoch_stats import EpochLedger
 from jetspark.runners.spark.records import DriverReports
 from jetspark.web import WebServer
 from jetspark.web.prometheus import metric_name, metrics_registry
@@ -99,21 +99,35 @@ def test_metric_names_are_valid_for_any_figure_name() -> None:
 class EpochsHandle(JobHandle):
     """A job in epochs as the exporter sees it: committed metrics, counts and per-epoch figures."""
 
-    def __init__(self, stats: EpochStats) -> None:
+    def __init__(self, stats: EpochLedger) -> None:
         super().__init__()
         self.name = "epochs"
         self.status = JobStatus.RUNNING
         self.epochs_committed = 1
         self.epochs_aborted = 1
-        self.epoch_stats = stats
+        self.ledger = stats
 
     def metrics(self) -> dict[str, dict[str, int]]:
         return {"numbers": {"received": 0, "emitted": 40, "queued": 3}}
 
+    def epoch_stats(self) -> EpochStats:
+        return EpochStats(
+            self.epochs_committed, self.epochs_aborted, None, (), None, None, tuple(self.ledger.epochs())
+        )
+
+    def current_metrics(self) -> dict[str, dict[str, int]]:  # as EpochJob's: committed plus live
+        out = {vertex: dict(figures) for vertex, figures in self.metrics().items()}
+        for vertex, figures in self.ledger.counts().items():
+            out.setdefault(vertex, {}).update(figures)
+        return out
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(live_metrics=True)
+
 
 def test_a_job_in_epochs_exports_its_running_epoch_and_the_last_committed_epochs_figures() -> None:
     clock = [10.0]
-    stats = EpochStats(["numbers"], ["sink"], clock=lambda: clock[0], wall=lambda: clock[0])
+    stats = EpochLedger(["numbers"], ["sink"], clock=lambda: clock[0], wall=lambda: clock[0])
     reports = DriverReports(["numbers", "sink"])
     reports.metrics["numbers"]["emitted"] = 40
     reports.metrics["sink"].update(received=40, bytes_written=512)

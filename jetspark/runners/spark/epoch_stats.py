@@ -7,9 +7,10 @@ its sinks wrote, how long it ran and how long its commit took on the driver, and
 aborted) and, while an epoch runs, the counts its tasks report (`live.LiveMetrics`, tagged with
 the epoch).
 
-`EpochStats` is kept by the job's handle (`EpochJob.epoch_stats`); the epoch loop tells it when an
-epoch starts, commits, completes the job or aborts, and the web UI, the Prometheus export and the
-progress display read it (`epochs()`, `running()`, `counts()`). Its own totals of the committed
+`EpochLedger` is kept by the job's handle (`EpochJob.ledger`); the epoch loop tells it when an
+epoch starts, commits, completes the job or aborts. The web UI, the Prometheus export and the
+progress display read it through the typed handle: `JobHandle.epoch_stats().epochs` (`epochs()`)
+and `JobHandle.current_metrics()` (`counts()`). Its own totals of the committed
 epochs' counters and the live counts of the running epoch change under one lock, so a reader never
 sees an epoch's items both committed and live.
 """
@@ -27,7 +28,7 @@ import attrs
 
 from jetspark.runners.spark.live import FIGURES, LiveMetrics
 
-#: Epochs whose figures a job keeps (`EpochStats.epochs`), the newest.
+#: Epochs whose figures a job keeps (`EpochLedger.epochs`), the newest.
 MAX_EPOCHS = 100
 #: The custom metric (`Processor.custom_metrics`) in which sinks count the bytes they wrote.
 BYTES_WRITTEN = "bytes_written"
@@ -69,7 +70,7 @@ class EpochFigures:
         return attrs.asdict(self)
 
 
-class EpochStats:
+class EpochLedger:
     """The figures of a job's last epochs and of the running one; see the module docstring."""
 
     def __init__(
@@ -96,7 +97,7 @@ class EpochStats:
         self._totals: dict[str, dict[str, int]] = {}
 
     @classmethod
-    def of_dag(cls, dag: Any, live: LiveMetrics | None = None) -> EpochStats:
+    def of_dag(cls, dag: Any, live: LiveMetrics | None = None) -> EpochLedger:
         """Sources are the vertices without inbound edges, sinks those without outbound ones."""
         names = [vertex.name for vertex in dag]
         sources = [n for n in names if not dag.inbound_edges(n)]

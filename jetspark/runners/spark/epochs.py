@@ -27,17 +27,21 @@ from typing import Any, TypeVar
 from jetspark.checkpoint import CheckpointStore, CorruptSnapshotError, Manifest
 from jetspark.checkpoint.job_record import JobRecord
 from jetspark.checkpoint.store import SnapshotFile
-from jetspark.core.config import ProcessingGuarantee
+from jetspark.core.config import JobConfig, ProcessingGuarantee
+from jetspark.core.dag import DAG
 from jetspark.core.errors import JobFailedError, ProcessorContractError
-from jetspark.runners.job import JobStatus
+from jetspark.planning.plan import ExecutionPlan
+from jetspark.planning.stages import StagePlan
+from jetspark.runners.coordinator import RestartLoop, Step, Verdict, close_meta_suppliers, settle, tidy_store
+from jetspark.runners.job import Capabilities, EpochStats, JobStatus
 from jetspark.runners.member import add_metrics
-from jetspark.runners.spark.epoch_stats import EpochStats
+from jetspark.runners.spark.epoch_stats import EpochLedger
 from jetspark.runners.spark.epoch_tables import EpochTables
 from jetspark.runners.spark.epoch_task import EpochSpec
 from jetspark.runners.spark.failures import describe_failure
+from jetspark.runners.spark.handle import SparkHandle
 from jetspark.runners.spark.live import LiveMetrics
 from jetspark.runners.spark.records import DriverReports, dumps
-from jetspark.runners.spark.runner import SparkJob
 from jetspark.runners.spark.session import call_site
 from jetspark.runners.spark.side_inputs import drop_side_inputs
 from jetspark.runners.startpoints import fan_out
@@ -51,12 +55,21 @@ class EpochAbortedError(JobFailedError):
     """An epoch did not commit: a task failed or Spark ran one again."""
 
 
-class EpochJob(SparkJob):
-    """A `SparkJob` that runs in epochs; adds `suspend`, `resume`, `restart`, `export_snapshot`."""
+class EpochJob(SparkHandle):
+    """A Spark job that runs in epochs, each the coordinator's execution from the last committed
+    snapshot; `suspend`, `resume`, `restart`, `export_snapshot` besides what every job has."""
+
+    runner = "spark (epochs)"
+    store: CheckpointStore
 
     def __init__(
         self,
-        *args: Any,
+        spark: Any,
+        dag: DAG,
+        config: JobConfig,
+        plan: ExecutionPlan,
+        stages: StagePlan,
+        *,
         store: CheckpointStore,
         record: JobRecord,
         build: Any,
@@ -64,17 +77,23 @@ class EpochJob(SparkJob):
         backoff: float,
         live: LiveMetrics | None = None,
     ) -> None:
-        super().__init__(*args)
+        super().__init__(spark, dag, config, plan, stages, max_restarts, backoff)
         self._live = live
         #: Per-epoch figures and the running epoch's live counts (`epoch_stats`).
-        self.epoch_stats = EpochStats.of_dag(self.dag, live)
+        self.ledger = EpochLedger.of_dag(dag, live)
+        self._tables: EpochTables | None = None
+        #: The last execution's reports, if its tasks reported (for the ledger of an abort).
+        self._outcome: DriverReports | None = None
         self.store = store
         #: The job's durable record (`identity.claim`): marked completed when the job completes.
         self.record = record
         self._build = build
-        self.max_restarts = max_restarts
-        self.backoff = backoff
         self._request: str | None = None  # "cancel", "suspend" or "restart"
+        #: How the job stopped when asked to (suspend, cancel), else None.
+        self._stopped: JobStatus | None = None
+        #: The epoch the last execution ran, and why it aborted (`failures.describe_failure`).
+        self._epoch = 0
+        self._why = ""
         #: The epoch running now and when it started (`time.monotonic()`), for progress displays.
         self.running_epoch: tuple[int, float] | None = None
         #: The last committed epoch and its seconds from start to commit.
@@ -90,7 +109,6 @@ class EpochJob(SparkJob):
         self._completed: set[tuple[str, int]] = set()
         #: Check every file's checksum before the next epoch (after one found a damaged file).
         self._verify = False
-        self._tables: EpochTables | None = None
 
     def start_from(self, initial: Manifest | None) -> EpochJob:
         """Start; a job with no committed snapshot of its own starts from `initial` (an export)."""
@@ -129,6 +147,33 @@ class EpochJob(SparkJob):
         fan_out(self.config, self.store.job, self.plan)  # startpoints set while it was suspended
         return self.start()  # type: ignore[return-value]
 
+    def capabilities(self) -> Capabilities:
+        return Capabilities(can_suspend=True, can_export=True, durable=True, live_metrics=True)
+
+    def epoch_stats(self) -> EpochStats:
+        return EpochStats(
+            self.epochs_committed,
+            self.epochs_aborted,
+            self.last_abort,
+            tuple(self.abort_causes),
+            self.running_epoch,
+            self.last_committed_epoch,
+            tuple(self.ledger.epochs()),
+        )
+
+    def current_metrics(self) -> dict[str, dict[str, int]]:
+        """The committed epochs' figures, with `received`, `emitted` and `backpressured_ms` of the
+        running epoch added as its tasks last reported them."""
+        metrics = self.metrics()
+        try:
+            counts = self.ledger.counts()
+        except Exception:  # the job is going away: its committed figures
+            return metrics
+        out = {vertex: dict(figures) for vertex, figures in metrics.items()}
+        for vertex, figures in counts.items():
+            out.setdefault(vertex, {}).update(figures)
+        return out
+
     def job_metrics(self) -> dict[str, Any]:
         """The job's own figures: epochs committed and aborted, and the last abort causes."""
         return {
@@ -164,108 +209,122 @@ class EpochJob(SparkJob):
     def _run(self) -> None:
         sc = self.spark.sparkContext
         error: BaseException | None = None
-        final = JobStatus.COMPLETED
         self.status = JobStatus.RUNNING
+        self._stopped = None
         try:
             sc.setJobGroup(self.group, f"jetspark job {self.name} ({self.job_id})", interruptOnCancel=True)
-            final = self._epochs()
+            error = RestartLoop(self.max_restarts, self.backoff).run(self)
         except BaseException as failure:
-            error = failure if isinstance(failure, JobFailedError) else self._translate(failure)
-            final = JobStatus.FAILED
-        with self._lock:
-            self.error = error
-            self.status = final
-        try:
-            if final is JobStatus.COMPLETED:  # the record stays, marked completed; the snapshots go
-                self.store.finish(self.record.finished())
+            error = failure
+        if error is not None and not isinstance(error, JobFailedError):
+            error = self._translate(error)
+        final = settle(self, error, self._stopped)
+        # the record stays, marked completed, and the snapshots go; or everything goes (cancelled)
+        tidy_store(self.name, self.store, self.record, final)
+        if final is JobStatus.COMPLETED:
+            try:
                 drop_side_inputs(self.store)
-            elif final is JobStatus.CANCELLED:
-                self.store.discard()
-        except OSError:  # the job's outcome stands; a submit finds the snapshots or the record
-            _log.exception(
-                "job %r: tidying its checkpoint directory %s failed", self.name, self.store.job_dir
-            )
+            except OSError:  # the job's outcome stands
+                _log.exception("job %r: deleting its side inputs' copies failed", self.name)
         if final is not JobStatus.SUSPENDED:
-            self._close_meta_suppliers(error)
-            self.epoch_stats.close()
+            close_meta_suppliers(self.dag, error)
+            self.ledger.close()
         self._finished.set()
 
-    def _epochs(self) -> JobStatus:
-        restarts = 0
-        while True:
-            self._settle_tables()
-            request = self._request
-            if request in ("cancel", "suspend"):
-                self._commit_only()
-                return JobStatus.CANCELLED if request == "cancel" else JobStatus.SUSPENDED
-            self._request = None
-            manifest = self.store.latest(fallback=not self._exactly_once, verify=self._verify)
-            self._verify = False
-            restore_dir: str | None
-            if manifest is not None:
-                restore_dir, restore_id = manifest.directory, manifest.snapshot_id
-                self._completed = {(v, int(i)) for v, i in manifest.extra.get("completed", [])}
-            else:
-                restore_dir, restore_id = self.initial_dir, self.initial_id
-            epoch = restore_id + 1
-            spec = self._spec(restore_dir, restore_id, self.config.snapshot_interval_millis / 1000)
-            try:
-                outcome = self._run_epoch(spec)
-            except BaseException as failure:
-                outcome = None
-                cause: BaseException = self._translate(failure)  # the task's own error, if it has one
-                why = describe_failure(failure)
-            finally:
-                self._forget_run(spec)
-            if outcome is not None and outcome.abort is None:
-                _log.info(
-                    "job %r: epoch %d ended: %d snapshot files, completed %s",
-                    self.name,
-                    epoch,
-                    len(outcome.snapshot_files),
-                    sorted(outcome.completed),
-                )
-                if self._all_completed(outcome):
-                    self.epoch_stats.completed(epoch, outcome)
-                    self._finish_tables(epoch, outcome)
-                    self._keep(outcome)
-                    return JobStatus.COMPLETED
-                try:
-                    self.tables.stage(epoch, outcome.results)  # `write_epochs` sinks: before the commit
-                    with self.epoch_stats.commit(epoch, outcome):
-                        self._commit(epoch, outcome)
-                    restarts = 0
-                    continue
-                except Exception as failure:  # LATEST did not move: the epoch is not committed
-                    outcome, cause = None, failure
-                    why = f"committing its snapshot failed on the driver: {type(failure).__name__}: {failure}"
-            self._abort(epoch)
-            if self._request in ("cancel", "suspend", "restart"):
-                continue
-            if outcome is not None:
-                cause = EpochAbortedError(f"job {self.name!r}: {outcome.abort}")
-                why = str(outcome.abort)
-                if outcome.damaged is not None:
-                    cause.__cause__ = CorruptSnapshotError(*outcome.damaged)
-            if _not_restartable(cause):
-                raise cause
-            damage = _corruption(cause)
-            if damage is not None and self._exactly_once:
-                raise self._corrupt(epoch, damage, cause)
-            self._verify = damage is not None  # the next restore falls back past the damage
-            restarts += 1
-            self.epochs_aborted += 1
-            self.last_abort = why
-            self.abort_causes.append({"epoch": epoch, "time": time.time(), "cause": why})
-            self.epoch_stats.aborted(epoch, why, outcome)
-            if restarts > self.max_restarts:
-                _log.warning("job %r: epoch %d aborted: %s; no restart left", self.name, epoch, why)
-                raise self._give_up(epoch, cause)
-            delay = min(self.backoff * 2 ** (restarts - 1), 30.0)
-            _log.warning(
-                "job %r: epoch %d aborted: %s; restart %d in %.1f s", self.name, epoch, why, restarts, delay
+    # ---- the coordinator's Execution: one epoch --------------------------------------------
+
+    def execute(self) -> Step:
+        """One epoch from the last committed snapshot; or, asked to stop, the commit-only pass."""
+        self._settle_tables()
+        request = self._request
+        if request in ("cancel", "suspend"):
+            self._commit_only()
+            self._stopped = JobStatus.CANCELLED if request == "cancel" else JobStatus.SUSPENDED
+            return Step()
+        self._request = None
+        manifest = self.store.latest(fallback=not self._exactly_once, verify=self._verify)
+        self._verify = False
+        restore_dir: str | None
+        if manifest is not None:
+            restore_dir, restore_id = manifest.directory, manifest.snapshot_id
+            self._completed = {(v, int(i)) for v, i in manifest.extra.get("completed", [])}
+        else:
+            restore_dir, restore_id = self.initial_dir, self.initial_id
+        epoch = self._epoch = restore_id + 1
+        spec = self._spec(restore_dir, restore_id, self.config.snapshot_interval_millis / 1000)
+        try:
+            outcome = self._run_epoch(spec)
+        except BaseException as failure:
+            outcome = None
+            cause: BaseException = self._translate(failure)  # the task's own error, if it has one
+            why = describe_failure(failure)
+        finally:
+            self._forget_run(spec)
+        self._outcome = outcome
+        if outcome is not None and outcome.abort is None:
+            _log.info(
+                "job %r: epoch %d ended: %d snapshot files, completed %s",
+                self.name,
+                epoch,
+                len(outcome.snapshot_files),
+                sorted(outcome.completed),
             )
-            time.sleep(delay)
+            if self._all_completed(outcome):
+                self.ledger.completed(epoch, outcome)
+                self._finish_tables(epoch, outcome)
+                self._keep(outcome)
+                return Step()
+            try:
+                self.tables.stage(epoch, outcome.results)  # `write_epochs` sinks: before the commit
+                with self.ledger.commit(epoch, outcome):
+                    self._commit(epoch, outcome)
+                return Step(more=True)
+            except Exception as failure:  # LATEST did not move: the epoch is not committed
+                outcome, cause = None, failure
+                why = f"committing its snapshot failed on the driver: {type(failure).__name__}: {failure}"
+        self._abort(epoch)
+        if outcome is not None:
+            cause = EpochAbortedError(f"job {self.name!r}: {outcome.abort}")
+            why = str(outcome.abort)
+            if outcome.damaged is not None:
+                cause.__cause__ = CorruptSnapshotError(*outcome.damaged)
+        self._why = why
+        return Step(cause)
+
+    def verdict(self, error: BaseException) -> tuple[Verdict, BaseException]:
+        """An aborted epoch: asked for (go on at once), fatal, or counted and run again."""
+        epoch, why = self._epoch, self._why
+        if self._request in ("cancel", "suspend", "restart"):
+            return Verdict.AGAIN, error
+        if _not_restartable(error):
+            return Verdict.FAIL, error
+        damage = _corruption(error)
+        if damage is not None and self._exactly_once:
+            return Verdict.FAIL, self._corrupt(epoch, damage, error)
+        self._verify = damage is not None  # the next restore falls back past the damage
+        self.epochs_aborted += 1
+        self.last_abort = why
+        self.abort_causes.append({"epoch": epoch, "time": time.time(), "cause": why})
+        self.ledger.aborted(epoch, why, self._outcome)
+        return Verdict.RESTART, error
+
+    def progressed(self) -> bool:
+        return False  # a committed epoch already started the count afresh
+
+    def give_up(self, error: BaseException, restarts: int) -> BaseException:
+        _log.warning("job %r: epoch %d aborted: %s; no restart left", self.name, self._epoch, self._why)
+        return self._give_up(self._epoch, error)
+
+    def prepare_restart(self, error: BaseException, restart: int, delay: float) -> BaseException | None:
+        _log.warning(
+            "job %r: epoch %d aborted: %s; restart %d in %.1f s",
+            self.name,
+            self._epoch,
+            self._why,
+            restart,
+            delay,
+        )
+        return None
 
     # ---- `write_epochs` sinks (runners.spark.epoch_tables) -----------------------------------
 
@@ -330,7 +389,7 @@ class EpochJob(SparkJob):
 
     def _run_epoch(self, spec: EpochSpec) -> DriverReports:
         self.running_epoch = (spec.epoch, time.monotonic())
-        self.epoch_stats.started(spec.epoch, spec.commit_only)
+        self.ledger.started(spec.epoch, spec.commit_only)
         final_rdd, persisted = self._build(dumps(spec))
         try:
             with call_site(self.spark.sparkContext, final_rdd.name()):

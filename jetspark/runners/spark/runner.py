@@ -29,28 +29,36 @@ from __future__ import annotations
 
 import functools
 import logging
-import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import TYPE_CHECKING, Any
 
-from jetspark.core.config import JobConfig, ProcessingGuarantee, checked_count
+from jetspark.core.config import JobConfig, checked_count
 from jetspark.core.dag import DAG
-from jetspark.core.errors import JobFailedError, RestartableError
+from jetspark.core.errors import JobFailedError
 from jetspark.engine.outbox import DEFAULT_BATCH_SIZE
 from jetspark.planning.fusion import fuse_stateless_steps
 from jetspark.planning.plan import ExecutionPlan, build_plan
 from jetspark.planning.stages import StagePlan, build_stages
 from jetspark.processors.sinks import FilesSink
-from jetspark.runners.job import JobHandle, JobStatus
-from jetspark.runners.member import PENDING_FIGURES
+from jetspark.runners.coordinator import (
+    RestartLoop,
+    Step,
+    Verdict,
+    close_meta_suppliers,
+    gave_up,
+    restartable,
+    settle,
+    where_to_start,
+)
+from jetspark.runners.job import JobStatus
 from jetspark.runners.output import OutputCommitter
 from jetspark.runners.pickling import dumps_keeping_source
 from jetspark.runners.preflight import check_before_spark
 from jetspark.runners.spark import adaptive
 from jetspark.runners.spark.adaptive import StageDecision
-from jetspark.runners.spark.failures import decode_failure
+from jetspark.runners.spark.handle import SparkHandle
 from jetspark.runners.spark.live import LiveMetrics
 from jetspark.runners.spark.records import (
     DRIVER,
@@ -89,11 +97,10 @@ def stage_members(plan: ExecutionPlan, vertices: Sequence[str]) -> tuple[int, ..
     return plan.stage_members(vertices)
 
 
-class SparkJob(JobHandle):
-    """Handle of a job on the Spark runner; the same interface as the local runner's `LocalJob`
-    for batch jobs: `join`, `cancel`, `status`, `result`, `metrics`."""
-
-    plan: ExecutionPlan  # planned at submit
+class SparkJob(SparkHandle):
+    """Handle of a batch job on the Spark runner; the same interface as the local runner's
+    `LocalJob` for batch jobs: `join`, `cancel`, `status`, `result`, `metrics`. Its execution (the
+    coordinator's `Execution`) is one Spark job run from the beginning."""
 
     def __init__(
         self,
@@ -110,48 +117,20 @@ class SparkJob(JobHandle):
         backoff: float = 0.5,
         live: LiveMetrics | None = None,
     ) -> None:
-        super().__init__()
+        super().__init__(spark, dag, config, plan, stages, max_restarts, backoff)
         #: Counts the running tasks send (`runners.spark.live`); closed when the job ends.
         self._live = live
-        self.spark = spark
-        self.dag = dag
-        self.config = config
-        self.plan = plan
-        self.stages = stages
-        self.job_id = plan.job_id
-        self.member_count = plan.member_count
-        self.name = config.name or f"job-{self.job_id}"
-        self.group = f"jetspark-{self.job_id}"
         self._final_rdd = final_rdd
         self._persisted = persisted
         self._committer = committer
         #: Builds the job's RDDs anew, for a run from the beginning after a RestartableError.
         self._rebuild = rebuild
-        self.max_restarts = max_restarts
-        self.backoff = backoff
-        #: Runs from the beginning after a RestartableError so far.
-        self.restarts = 0
         #: Set (under the lock) once the job's output is being committed: too late to cancel.
         self._committing = False
-        self._results: dict[str, list[Any]] = {}
-        self._metrics: dict[str, dict[str, int]] = {}
-        self._status: dict[str, dict[str, int]] = {}
-        self._dataframes: dict[str, Any] = {}
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        #: Adaptive parallelism: what was decided for each stage after a shuffle (bytes per
-        #: subpartition and each task's range), in stage order.
-        self.adaptive_decisions: list[StageDecision] = []
+        #: What the last execution brought to the driver; None when none ran to the end.
+        self._records: list[Record] | None = None
 
     # ---- control --------------------------------------------------------------------------
-
-    def start(self) -> SparkJob:
-        from pyspark import InheritableThread
-
-        self.status = JobStatus.RUNNING
-        self._thread = InheritableThread(target=self._run, name=f"jetspark {self.name}", daemon=True)
-        self._thread.start()
-        return self
 
     def cancel(self, timeout: float = 30) -> None:
         """Cancel the Spark job; `join` then raises JobCancelledError.
@@ -170,94 +149,14 @@ class SparkJob(JobHandle):
             if self._group_running(sc):  # else Spark warns "Failed to cancel job group" each time
                 sc.cancelJobGroup(self.group)
 
-    def _group_running(self, sc: Any) -> bool:
-        tracker = sc.statusTracker()
-        return any(
-            (info := tracker.getJobInfo(job_id)) is not None and info.status == "RUNNING"
-            for job_id in tracker.getJobIdsForGroup(self.group)
-        )
-
     # ---- results --------------------------------------------------------------------------
-
-    def explain(self) -> str:
-        """The job's plan in words, stage by stage with each stage's task count."""
-        from jetspark.planning.explain import explain_plan
-
-        lines = [explain_plan(self.plan, self.stages)]
-        for decision in self.adaptive_decisions:
-            lines.append(
-                f"adaptive: stage {decision.stage} on {len(decision.ranges)} task(s) for "
-                f"{len(decision.sizes)} members, {sum(decision.sizes) + max(decision.broadcast_sizes, default=0):,} "
-                f"bytes; member ranges {list(decision.ranges)}; task input bytes {list(decision.task_bytes)}"
-            )
-        return "\n".join(lines)
-
-    def result(self, vertex: str) -> list[Any]:
-        """Items a collecting sink vertex received."""
-        return list(self._results.get(vertex, ()))
-
-    def metrics(self) -> dict[str, dict[str, int]]:
-        """Per vertex: items `received` into inboxes and `emitted` downstream, over all members;
-        and the vertex's watermarks and pending counts at the end of its tasks (zero pending for a
-        vertex pruned everywhere)."""
-        out = {
-            name: {**dict.fromkeys(PENDING_FIGURES, 0), **values} for name, values in self._metrics.items()
-        }
-        for vertex, figures in self._status.items():
-            out.setdefault(vertex, {}).update(figures)
-        return out
 
     def live_metrics(self) -> dict[str, dict[str, int]]:
         """While the job runs: per vertex, items `received` and `emitted` so far as its tasks last
         reported them (about every second, best effort); `metrics()` has the exact figures once
-        the job has ended. A job in epochs: the running epoch's (`EpochJob.epoch_stats` adds them
-        to the committed epochs'). Empty where tasks cannot reach the driver."""
+        the job has ended. Empty where tasks cannot reach the driver."""
         live = self._live
         return live.figures() if live is not None and not self._finished.is_set() else {}
-
-    def spark_stages(self) -> list[dict[str, Any]]:
-        """The Spark stages of the job's latest Spark job (a restart or an epoch is a new one), from
-        Spark's status tracker: `stage_id`, `name`, `tasks`, `completed`, `active`, `failed`."""
-        tracker = self.spark.sparkContext.statusTracker()
-        job_ids = sorted(tracker.getJobIdsForGroup(self.group))
-        if not job_ids:
-            return []
-        info = tracker.getJobInfo(job_ids[-1])
-        stages = []
-        for stage_id in sorted(info.stageIds) if info is not None else ():
-            stage = tracker.getStageInfo(stage_id)
-            if stage is None:  # skipped, or no longer retained
-                continue
-            stages.append(
-                {
-                    "stage_id": stage_id,
-                    "name": stage.name,
-                    "tasks": stage.numTasks,
-                    "completed": stage.numCompletedTasks,
-                    "active": stage.numActiveTasks,
-                    "failed": stage.numFailedTasks,
-                }
-            )
-        return stages
-
-    def spark_ui_url(self) -> str | None:
-        """The address of the session's Spark UI, None when it has none (`spark.ui.enabled`)."""
-        url: str | None = self.spark.sparkContext.uiWebUrl
-        return url or None
-
-    def spark_ui_links(self) -> list[tuple[str, str]]:
-        """(label, address) of each Spark job of this job in the Spark UI; none without a Spark UI."""
-        base = self.spark_ui_url()
-        if base is None:
-            return []
-        job_ids = sorted(self.spark.sparkContext.statusTracker().getJobIdsForGroup(self.group))
-        return [(f"Spark job {i}", f"{base.rstrip('/')}/jobs/job/?id={i}") for i in job_ids]
-
-    def dataframe(self, vertex: str, schema: Any = None) -> Any:
-        """The DataFrame of a `write_dataframe` sink, or one built from any sink's collected items."""
-        if vertex in self._dataframes and schema is None:
-            return self._dataframes[vertex]
-        return self.spark.createDataFrame(self.result(vertex), schema)
 
     # ---- execution ------------------------------------------------------------------------
 
@@ -266,9 +165,9 @@ class SparkJob(JobHandle):
         error: BaseException | None = None
         try:
             sc.setJobGroup(self.group, f"jetspark job {self.name} ({self.job_id})", interruptOnCancel=True)
-            records = self._collect(sc)
-            if records is not None:
-                staged = self._absorb(records)
+            error = RestartLoop(self.max_restarts, self.backoff).run(self)
+            if error is None and self._records is not None:
+                staged = self._absorb(self._records)
                 with self._lock:
                     self._committing = self.status is not JobStatus.CANCELLED
                 if self._committing:
@@ -278,14 +177,8 @@ class SparkJob(JobHandle):
             error = self._translate(failure)
         finally:
             self._unpersist()
-            with self._lock:
-                if self.status is not JobStatus.CANCELLED:
-                    if error is not None:
-                        self.error = error
-                        self.status = JobStatus.FAILED
-                    else:
-                        self.status = JobStatus.COMPLETED
-            self._close_meta_suppliers(error)
+            settle(self, error)
+            close_meta_suppliers(self.dag, error)
             if error is not None:
                 self._cancel_leftovers(sc)
             if not self._committing:
@@ -294,38 +187,47 @@ class SparkJob(JobHandle):
             if self._live is not None:
                 self._live.close()
 
-    def _collect(self, sc: Any) -> list[Record] | None:
-        """Run the Spark job; after a RestartableError run it again from the beginning, at most
-        `max_restarts` times. None when the job was cancelled first."""
-        while True:
-            with self._lock:
-                if self.status is JobStatus.CANCELLED:
-                    return None
-            try:
-                if self._final_rdd is None:  # adaptive parallelism: built (and partly run) here
-                    assert self._rebuild is not None
-                    self._final_rdd, self._persisted = self._rebuild()
-                with call_site(sc, self._final_rdd.name()):
-                    records: list[Record] = self._final_rdd.collect()
-                return records
-            except BaseException as failure:
-                error = self._translate(failure)
-            # raised here, out of the except block: the Spark error is not chained a second time
-            if self._rebuild is None or not _restartable(error) or self.status is not JobStatus.RUNNING:
-                raise error
-            if self.restarts >= self.max_restarts:
-                raise _gave_up(error, self.restarts)
-            self.restarts += 1
-            self.note_failure(error, f"restart {self.restarts} from the beginning")
-            delay = min(self.backoff * 2 ** (self.restarts - 1), 30.0)
-            _log.warning(
-                "job %r: %s; restart %d from the beginning in %.1f s", self.name, error, self.restarts, delay
-            )
-            self._unpersist()
-            if self._live is not None:
-                self._live.reset()
-            time.sleep(delay)
-            self._final_rdd = None  # built again at the top of the loop
+    def execute(self) -> Step:
+        """Run the Spark job from the beginning (built anew after a restart); nothing when the job
+        was cancelled first."""
+        self._records = None
+        with self._lock:
+            if self.status is JobStatus.CANCELLED:
+                return Step()
+        sc = self.spark.sparkContext
+        try:
+            if self._final_rdd is None:  # adaptive parallelism, or a restart: built (and partly run) here
+                assert self._rebuild is not None
+                self._final_rdd, self._persisted = self._rebuild()
+            with call_site(sc, self._final_rdd.name()):
+                self._records = self._final_rdd.collect()
+            return Step()
+        except BaseException as failure:
+            return Step(self._translate(failure))
+
+    def verdict(self, error: BaseException) -> tuple[Verdict, BaseException]:
+        if self._rebuild is None or not restartable(error) or self.status is not JobStatus.RUNNING:
+            return Verdict.FAIL, error
+        return Verdict.RESTART, error
+
+    def progressed(self) -> bool:
+        return False  # a batch job takes no snapshots: every restart counts
+
+    def give_up(self, error: BaseException, restarts: int) -> BaseException:
+        assert isinstance(error, JobFailedError)
+        return gave_up(error, restarts)
+
+    def prepare_restart(self, error: BaseException, restart: int, delay: float) -> BaseException | None:
+        self.restarts += 1
+        self.note_failure(error, f"restart {self.restarts} from the beginning")
+        _log.warning(
+            "job %r: %s; restart %d from the beginning in %.1f s", self.name, error, self.restarts, delay
+        )
+        self._unpersist()
+        if self._live is not None:
+            self._live.reset()
+        self._final_rdd = None  # built again by the next execution
+        return None
 
     def _unpersist(self) -> None:
         for rdd in self._persisted:
@@ -339,18 +241,6 @@ class SparkJob(JobHandle):
         """Spark aborts a failed job itself; make sure nothing of this job's group keeps running."""
         if self._group_running(sc):
             sc.cancelJobGroup(self.group)
-
-    def _translate(self, failure: BaseException) -> BaseException:
-        if isinstance(failure, JobFailedError):
-            return failure
-        decoded = decode_failure(failure)
-        if decoded is not None:
-            return decoded
-        summary = str(failure).strip().splitlines()
-        first = summary[0] if summary else type(failure).__name__
-        error = JobFailedError(f"job {self.name!r}: the Spark job failed: {first}")
-        error.__cause__ = failure
-        return error
 
     def _absorb(self, records: list[Record]) -> list[tuple[str, str]]:
         """Take in what reached the driver: results and metrics; return the files to commit."""
@@ -372,13 +262,6 @@ class SparkJob(JobHandle):
                         vertex=name,
                     )
                     raise error from cause
-
-    def _close_meta_suppliers(self, error: BaseException | None) -> None:
-        for vertex in self.dag:
-            try:
-                vertex.meta_supplier.close(error)
-            except Exception:
-                _log.exception("vertex %r: ProcessorMetaSupplier.close() failed", vertex.name)
 
 
 class SparkRunner:
@@ -414,7 +297,7 @@ class SparkRunner:
             self._spark = get_session()
         return self._spark
 
-    def submit(self, dag: DAG, config: JobConfig | None = None) -> SparkJob:
+    def submit(self, dag: DAG, config: JobConfig | None = None) -> SparkHandle:
         """Plan the job, build its RDDs and start it; returns at once with the handle.
 
         Planning errors (an invalid DAG, a supplier that cannot be pickled) are raised here. A job
@@ -477,9 +360,6 @@ class SparkRunner:
                 config,
                 plan,
                 stages,
-                None,
-                [],
-                OutputCommitter.of(job_id, dag),
                 store=store,
                 record=record,
                 build=build,
@@ -557,23 +437,10 @@ class SparkRunner:
 
         store = CheckpointStore(config.checkpoint_root, config.name, retain=config.snapshots_retained)
         # every file a restore reads is checked now, contents too: damage stops the submit, naming it
-        latest = store.latest(
-            fallback=config.processing_guarantee is not ProcessingGuarantee.EXACTLY_ONCE, verify=True
-        )
-        initial = None
-        if latest is None and config.initial_snapshot_name is not None:
-            initial = store.exported(config.initial_snapshot_name)
-        from jetspark.runners.identity import claim
+        start = where_to_start(store, config, verify=True)
+        return store, start.export, start.record, start.completed
 
-        # the job's durable identity, written before any sink can prepare anything
-        record, completed = claim(
-            store, config.start_over, None if latest is None else latest.extra.get("job_id")
-        )
-        if latest is not None and not completed:
-            _log.info("job %r resumes from its committed snapshot %d", config.name, latest.snapshot_id)
-        return store, initial, record, completed
-
-    def run(self, dag: DAG, config: JobConfig | None = None, timeout: float | None = None) -> SparkJob:
+    def run(self, dag: DAG, config: JobConfig | None = None, timeout: float | None = None) -> SparkHandle:
         """Submit and wait for the end; re-raises a failure."""
         return self.submit(dag, config).join(timeout)
 
@@ -671,21 +538,3 @@ class SparkRunner:
             final = outputs[terminal[0]] if len(terminal) == 1 else sc.union([outputs[t] for t in terminal])
         final.setName(f"jetspark {name}: {', '.join(describe(t) for t in terminal)} -> driver")
         return final, persisted
-
-
-def _restartable(error: BaseException) -> TypeGuard[JobFailedError]:
-    """The job failed because a processor asked for a restart (`RestartableError`)."""
-    return isinstance(error, JobFailedError) and isinstance(error.__cause__, RestartableError)
-
-
-def _gave_up(error: JobFailedError, restarts: int) -> JobFailedError:
-    """The failure of a batch job that raised RestartableError again after `restarts` restarts."""
-    failed = JobFailedError(
-        f"{error} (restarted {restarts} times; giving up)",
-        vertex=error.vertex,
-        processor_index=error.processor_index,
-    )
-    failed.__cause__ = error.__cause__
-    if hasattr(error, "remote_traceback"):
-        failed.remote_traceback = error.remote_traceback  # type: ignore[attr-defined]
-    return failed

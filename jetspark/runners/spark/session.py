@@ -24,13 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from jetspark.core.errors import JetsparkError
+
+# `JETSPARK_UI` (set by `jetspark run --ui`): embedded sessions then start Spark's web UI too.
+from jetspark.environment import MASTER_ENV as MASTER_ENV
+from jetspark.environment import SPARK_LOG_LEVEL_ENV as LOG_LEVEL_ENV
+from jetspark.environment import UI_ENV as UI_ENV
 from jetspark.log_level import executor_env_conf
 
-MASTER_ENV = "JETSPARK_MASTER"
-#: Set by `jetspark run --ui` (see `jetspark.api`): embedded sessions then start Spark's web UI too.
-UI_ENV = "JETSPARK_UI"
-#: Log level of sessions jetspark creates (embedded, or first created under spark-submit).
-LOG_LEVEL_ENV = "JETSPARK_SPARK_LOG_LEVEL"
 MIN_JAVA = 17
 
 _LOG4J2 = """\

@@ -27,11 +27,9 @@ from collections import deque
 from collections.abc import Iterator
 from typing import IO, Any
 
-from jetspark.engine.queue import BoundedQueue
 from jetspark.runners.spark.records import END_EPOCH, DataRecord, ProcessorId, Record, SourceRecord
 
 PairKey = tuple[int, ProcessorId, ProcessorId]  # (edge index, producer, consumer)
-_UNLIMITED = 1 << 62
 _LENGTH = struct.Struct("<Q")
 
 
@@ -252,14 +250,15 @@ class ShuffleReader:
             reader.spilled.close()
 
 
-class ReplayQueue(BoundedQueue):
-    """The consumer end of a pair whose producer ran in another task: its entries, decoded one
-    record at a time as the consumer drains them."""
+class ReplayQueue:
+    """The consumer end of a pair whose producer ran in another task (a `QueueReceiver` only): its
+    entries, decoded one record at a time as the consumer drains them."""
 
-    __slots__ = ("_reader", "_pair", "_pause")
+    __slots__ = ("name", "_entries", "_reader", "_pair", "_pause")
 
     def __init__(self, name: str, reader: ShuffleReader, pair: _PairInput) -> None:
-        super().__init__(_UNLIMITED, name)
+        self.name = name
+        self._entries: deque[Any] = deque()
         self._reader = reader
         self._pair = pair
         #: After a record's entries were taken, one `take()` answers None (as an in-process queue
@@ -282,9 +281,6 @@ class ReplayQueue(BoundedQueue):
                 return None
             self._pause = True
         return self._entries.popleft()
-
-    def put_chunk(self, chunk: list[Any]) -> None:
-        raise AssertionError(f"{self.name}: a replayed queue takes no input")
 
     def __len__(self) -> int:
         return sum(len(e) for e in self._entries if type(e) is list)

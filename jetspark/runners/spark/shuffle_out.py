@@ -14,7 +14,6 @@ import threading
 from collections import deque
 from typing import Any
 
-from jetspark.engine.queue import BoundedQueue
 from jetspark.engine.special import DONE, SnapshotBarrier
 from jetspark.runners.spark.records import END_DONE, END_EPOCH, DataRecord, ProcessorId, ResultRecord, dumps
 
@@ -35,10 +34,12 @@ class TaskOutput:
         self.records.append((member, record))
 
 
-class CaptureQueue(BoundedQueue):
-    """The producer end of a pair whose consumer runs in another task."""
+class CaptureQueue:
+    """The producer end of a pair whose consumer runs in another task (a `QueueSender` only)."""
 
     __slots__ = (
+        "name",
+        "capacity",
         "edge_index",
         "producer",
         "consumer",
@@ -61,7 +62,8 @@ class CaptureQueue(BoundedQueue):
         output: TaskOutput,
         capacity: int,
     ) -> None:
-        super().__init__(capacity, name)
+        self.name = name
+        self.capacity = capacity
         self.edge_index = edge_index
         self.producer = producer
         self.consumer = consumer
@@ -110,9 +112,6 @@ class CaptureQueue(BoundedQueue):
         self._seq += 1
         self._pending = []
         self._pending_items = 0
-
-    def take(self) -> Any:
-        raise AssertionError(f"{self.name}: a capturing queue is read by Spark, not by a processor")
 
     def is_empty(self) -> bool:
         return not self._pending

@@ -29,7 +29,7 @@ import attrs
 
 from jetspark.core.context import EPOCHS_ATTRIBUTE, RESULTS_ATTRIBUTE, STARTPOINTS_ATTRIBUTE
 from jetspark.core.errors import JobFailedError
-from jetspark.engine.queue import BoundedQueue
+from jetspark.engine.queue import QueueReceiver, QueueSender
 from jetspark.log_level import apply_log_level
 from jetspark.planning.defs import EdgeDef
 from jetspark.planning.plan import ExecutionPlan, ProcessorId
@@ -145,7 +145,7 @@ def run_stage_task(
             return
     results = StreamingResults(output, member, carrier, spec.record_items)
 
-    def external(edge: EdgeDef, producer: ProcessorId, consumer: ProcessorId) -> BoundedQueue:
+    def external(edge: EdgeDef, producer: ProcessorId, consumer: ProcessorId) -> QueueSender | QueueReceiver:
         index = edge.index
         name = f"edge {edge.name} {producer}->{consumer}"
         if edge.source_name in stage.vertices and producer[0] in members:

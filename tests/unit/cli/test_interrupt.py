@@ -16,7 +16,7 @@ import pytest
 from jetspark import _command
 from jetspark.api import run
 from jetspark.core import DAG, JobConfig, ProcessingGuarantee
-from jetspark.runners.job import JobStatus
+from jetspark.runners.job import Capabilities, JobHandle, JobStatus
 from jetspark.runners.spark import session
 from tests.waiting import wait_until
 
@@ -37,14 +37,18 @@ def test_an_interrupt_in_the_job_file_is_one_line_and_exit_130(tmp_path: Path) -
     assert done.stderr == "jetspark: interrupted\n"
 
 
-class Job:
+class Job(JobHandle):
     def __init__(self) -> None:
+        super().__init__()
         self.name = "counts"
         self.status = JobStatus.RUNNING
         self.calls: list[str] = []
 
-    def join(self, timeout: Any = None) -> None:
+    def join(self, timeout: Any = None) -> Any:
         raise KeyboardInterrupt
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(can_suspend=True)
 
     def cancel(self) -> None:
         self.calls.append("cancel")

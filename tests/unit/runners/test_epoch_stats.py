@@ -9,7 +9,7 @@ from typing import Any
 from jetspark import DAG, Edge
 from jetspark.processors import collect, from_iterable
 from jetspark.processors import map as map_p
-from jetspark.runners.spark.epoch_stats import EpochStats
+from jetspark.runners.spark.epoch_stats import EpochLedger
 from jetspark.runners.spark.live import LiveMetrics, LiveReporter
 from jetspark.runners.spark.records import DriverReports
 from tests.waiting import wait_until
@@ -47,14 +47,14 @@ class Clock:
 
 
 def test_sources_and_sinks_come_from_the_dag() -> None:
-    stats = EpochStats.of_dag(dag())
+    stats = EpochLedger.of_dag(dag())
     assert stats.sources == ("numbers",) and stats.sinks == ("sink",)
 
 
 def test_a_source_feeding_two_edges_counts_each_item_in_once() -> None:
     built = dag()
     built.edge(Edge.from_(built.get_vertex("numbers"), 1).to(built.new_vertex("copy", collect())))
-    stats = EpochStats.of_dag(built)
+    stats = EpochLedger.of_dag(built)
     assert stats.fan_out == {"numbers": 2} and sorted(stats.sinks) == ["copy", "sink"]
     reports = DriverReports([*VERTICES, "copy"])
     reports.metrics["numbers"]["emitted"] = 60  # 30 items, each to both edges
@@ -68,7 +68,7 @@ def test_a_source_feeding_two_edges_counts_each_item_in_once() -> None:
 
 def test_a_committed_epoch_records_items_state_sink_bytes_and_its_commit_time() -> None:
     clock = Clock()
-    stats = EpochStats(["numbers"], ["sink"], clock=clock, wall=clock)
+    stats = EpochLedger(["numbers"], ["sink"], clock=clock, wall=clock)
     stats.started(4)
     clock.now = 2.5
     with stats.commit(4, outcome(30, backpressured=7, sink_bytes=1234)):
@@ -86,7 +86,7 @@ def test_a_committed_epoch_records_items_state_sink_bytes_and_its_commit_time() 
 
 
 def test_a_commit_that_raises_does_not_count_and_the_abort_names_its_cause() -> None:
-    stats = EpochStats(["numbers"], ["sink"])
+    stats = EpochLedger(["numbers"], ["sink"])
     stats.started(1)
     try:
         with stats.commit(1, outcome(10)):
@@ -100,7 +100,7 @@ def test_a_commit_that_raises_does_not_count_and_the_abort_names_its_cause() -> 
 
 
 def test_an_aborted_epochs_figures_are_shown_but_not_added_to_the_totals() -> None:
-    stats = EpochStats(["numbers"], ["sink"])
+    stats = EpochLedger(["numbers"], ["sink"])
     stats.started(0)
     with stats.commit(0, outcome(5)):
         pass
@@ -120,7 +120,7 @@ def test_an_aborted_epochs_figures_are_shown_but_not_added_to_the_totals() -> No
 
 
 def test_an_epoch_stopped_on_request_is_listed_as_aborted_when_the_next_starts() -> None:
-    stats = EpochStats(["numbers"], ["sink"])
+    stats = EpochLedger(["numbers"], ["sink"])
     stats.started(3)
     stats.started(3, commit_only=True)  # a suspend: restore once more and stop; no epoch of its own
     assert [(e["epoch"], e["outcome"]) for e in stats.epochs()] == [(3, "aborted")]
@@ -130,7 +130,7 @@ def test_an_epoch_stopped_on_request_is_listed_as_aborted_when_the_next_starts()
 
 def test_the_running_epochs_live_counts_are_added_once_and_dropped_when_it_ends() -> None:
     live = LiveMetrics("127.0.0.1")
-    stats = EpochStats(["numbers"], ["sink"], live)
+    stats = EpochLedger(["numbers"], ["sink"], live)
     try:
         stats.started(0)
         with stats.commit(0, outcome(10)):

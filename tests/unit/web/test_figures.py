@@ -4,14 +4,13 @@ times, processors' own counters, failures, epochs, bounded Spark links, and the 
 from __future__ import annotations
 
 import re
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from jetspark.core.errors import JobFailedError
-from jetspark.runners.job import JobFailure, JobStatus
-from jetspark.runners.spark.epoch_stats import EpochStats
+from jetspark.runners.job import EpochStats, JobFailure, JobHandle, JobStatus
+from jetspark.runners.spark.epoch_stats import EpochLedger
 from jetspark.runners.spark.records import DriverReports
 from jetspark.web import figures
 from jetspark.web.charts import duration_chart, rate_chart
@@ -67,6 +66,26 @@ def test_custom_metrics_are_the_figures_the_engine_does_not_make() -> None:
     assert figures.custom_metrics(None) == {}
 
 
+class Handle(JobHandle):
+    """A job handle with the figures a test gives it (epochs: as an EpochJob keeps them)."""
+
+    def __init__(self, epochs: EpochStats | None = None, **attributes: Any) -> None:
+        super().__init__()
+        self.name = "job"
+        self._epochs = epochs
+        for name, value in attributes.items():
+            setattr(self, name, value)
+
+    def epoch_stats(self) -> EpochStats | None:
+        return self._epochs
+
+
+def epoch_stats(
+    committed: int = 0, aborted: int = 0, last_abort: str | None = None, causes: Any = ()
+) -> EpochStats:
+    return EpochStats(committed, aborted, last_abort, tuple(causes), None, None)
+
+
 def raised(error: BaseException) -> BaseException:
     try:
         raise error
@@ -77,14 +96,14 @@ def raised(error: BaseException) -> BaseException:
 def test_exceptions_newest_first_with_tracebacks_and_abort_causes() -> None:
     restart = raised(JobFailedError("vertex 'v': flaky"))
     final = raised(ValueError("broken"))
-    job: Any = SimpleNamespace(
-        failures=[JobFailure(10.0, "restart 1", restart)],
-        abort_causes=[{"epoch": 4, "time": 20.0, "cause": "task 3 lost"}],  # as an EpochJob may keep them
-        last_abort="task 3 lost",
+    job = Handle(
+        epoch_stats(last_abort="task 3 lost", causes=[{"epoch": 4, "time": 20.0, "cause": "task 3 lost"}]),
         error=final,
-        ended_at=30.0,
         status=JobStatus.FAILED,
     )
+    job.failures.append(JobFailure(10.0, "restart 1", restart))
+    job._finished.set()
+    job._finished.set_at = 30.0
     listed = figures.exceptions(job)
     assert [e["what"] for e in listed] == ["job failed", "epoch 4 aborted", "restart 1"]
     assert listed[0]["message"] == "ValueError: broken" and "raise error" in listed[0]["traceback"]
@@ -93,24 +112,24 @@ def test_exceptions_newest_first_with_tracebacks_and_abort_causes() -> None:
 
 
 def test_without_abort_causes_the_last_abort_is_listed() -> None:
-    job: Any = SimpleNamespace(last_abort="a task failed", epochs_aborted=3, error=None)
+    job = Handle(epoch_stats(aborted=3, last_abort="a task failed"))
     (entry,) = figures.exceptions(job)
     assert entry["what"] == "epoch aborted (the last of 3)" and entry["message"] == "a task failed"
 
 
 def test_epochs_take_their_durations_from_consecutive_commits() -> None:
     snapshots = [{"id": 7, "created": 130.0}, {"id": 6, "created": 100.5}, {"id": 5, "created": 100.0}]
-    job: Any = SimpleNamespace(epochs_committed=8, epochs_aborted=1, last_abort="lost")
+    job = Handle(epoch_stats(committed=8, aborted=1, last_abort="lost"))
     shown = figures.epochs(job, snapshots)
     assert shown is not None
     assert [(e["epoch"], e["duration_s"]) for e in shown["list"]] == [(7, 29.5), (6, 0.5), (5, None)]
     assert (shown["committed"], shown["aborted"], shown["last_duration_s"]) == (8, 1, 29.5)
-    assert figures.epochs(SimpleNamespace(), snapshots) is None  # not a job in epochs
+    assert figures.epochs(Handle(), snapshots) is None  # not a job in epochs
 
 
 def test_epochs_of_a_job_that_keeps_per_epoch_figures_list_them_running_first() -> None:
     clock = [100.0]
-    stats = EpochStats(["numbers"], ["sink"], clock=lambda: clock[0], wall=lambda: clock[0])
+    stats = EpochLedger(["numbers"], ["sink"], clock=lambda: clock[0], wall=lambda: clock[0])
     reports = DriverReports(["numbers", "sink"])
     reports.metrics["numbers"]["emitted"] = 40
     reports.metrics["sink"].update(received=40, bytes_written=300)
@@ -123,9 +142,7 @@ def test_epochs_of_a_job_that_keeps_per_epoch_figures_list_them_running_first() 
     stats.aborted(1, "task lost")
     stats.started(1)
     clock[0] = 104.0
-    job: Any = SimpleNamespace(
-        epochs_committed=1, epochs_aborted=1, last_abort="task lost", epoch_stats=stats
-    )
+    job = Handle(EpochStats(1, 1, "task lost", (), None, None, tuple(stats.epochs())))
     shown = figures.epochs(job, [])
     assert shown is not None
     assert [(e["epoch"], e["outcome"]) for e in shown["list"]] == [
