@@ -81,6 +81,14 @@ class Processor(abc.ABC):
         """
         return True
 
+    def close_is_cooperative(self) -> bool:
+        """Whether `close()` is quick and may run on the worker's thread, as the other methods of
+        a cooperative processor do. Default: False, so a cooperative processor's `close()` runs on
+        a thread of its own at its normal end (return True when `close()` must run on the
+        processor's thread, for example to close a `sqlite3` connection opened in `init`).
+        """
+        return False
+
     def init(self, outbox: Outbox, context: ProcessorContext) -> None:  # noqa: B027
         """Receive the outbox all output goes to, and the context. Called exactly once, first.
 
@@ -189,7 +197,9 @@ class Processor(abc.ABC):
     def close(self) -> None:  # noqa: B027
         """Release resources. Called last, exactly once, even if `init` failed or never ran.
 
-        May block. Must not emit: an offer here raises `ProcessorContractError` and, at the
-        processor's normal end, fails the job (the item would be lost). Any other exception is
-        logged and does not fail the job. Default: nothing.
+        May block, even in a cooperative processor: at the processor's normal end the engine then
+        calls it on a thread of its own, so the worker goes on with the other processors, unless
+        `close_is_cooperative` returns True. Must not emit: an offer here raises
+        `ProcessorContractError` and, at the processor's normal end, fails the job (the item would
+        be lost). Any other exception is logged and does not fail the job. Default: nothing.
         """

@@ -10,6 +10,7 @@ worker can back off when no tasklet made progress. States, in the order a proces
             -> EMIT_BARRIER__PROCESS -> PROCESS_INBOX            (barrier on all inputs)
         PROCESS_INBOX -> COMMIT_FINISH__PROCESS -> PROCESS_INBOX (phase 2 requested)
     COMPLETE -> EMIT_DONE -> WAIT_PHASE2 -> CLOSED     (a source starts at COMPLETE)
+        WAIT_PHASE2 -> CLOSING -> CLOSED   (a cooperative processor's own `close()`, on a thread)
         COMPLETE -> SAVE_SNAPSHOT__COMPLETE -> ... -> COMPLETE, COMPLETE -> COMMIT_FINISH__COMPLETE
         WAIT_PHASE2 -> COMMIT_FINISH__FINAL -> WAIT_PHASE2
     COMPLETE -> WAIT_PHASE2 -> EMIT_DONE -> ...        (phase 2 of a snapshot it took part in due)
@@ -33,6 +34,7 @@ from __future__ import annotations
 import enum
 import logging
 import reprlib
+import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from itertools import chain
@@ -72,6 +74,7 @@ class State(enum.Enum):
     COMPLETE = "complete"
     EMIT_DONE = "emit_done"
     WAIT_PHASE2 = "wait_phase2"
+    CLOSING = "closing"
     CLOSED = "closed"
 
 
@@ -140,6 +143,9 @@ class ProcessorTasklet:
         self._pruned: set[int] = set()
         self._chunks: list[list[Any]] = []
         self._done_emitted = False
+        #: The thread running a cooperative processor's `close()` (`CLOSING`) and what it raised.
+        self._closer: threading.Thread | None = None
+        self._close_error: BaseException | None = None
         #: A terminal barrier went out: the processor ends after phase 2, without DONE.
         self._terminated = False
         #: The inbound edges were drained at least once: from then on `try_process` runs.
@@ -292,8 +298,46 @@ class ProcessorTasklet:
         if not self._done_emitted and not self._terminated:
             self.state = State.EMIT_DONE  # complete() returned True during a snapshot: now DONE
             return True
+        if not self._closes_off_thread():
+            self.state = State.CLOSED
+            self.close(strict=True)
+            return True
+        self.state = State.CLOSING
+        self._closer = threading.Thread(target=self._close_on_thread, name=f"close {self.name}", daemon=True)
+        self._closer.start()
+        return True
+
+    def _closes_off_thread(self) -> bool:
+        """As Jet: a cooperative processor's `close()` may block, so it runs on a thread of its own
+        and the worker goes on with the other tasklets; not when the processor says its `close()`
+        is cooperative, or keeps `Processor.close` (which does nothing)."""
+        processor = self.processor
+        return (
+            self.is_cooperative
+            and type(processor).close is not Processor.close
+            and not processor.close_is_cooperative()
+        )
+
+    def _close_on_thread(self) -> None:
+        try:
+            self.close(strict=True)
+        except BaseException as error:  # raised on the tasklet's own thread (`_closing`)
+            self._close_error = error
+
+    def wait_for_close(self, timeout: float | None = None) -> None:
+        """Wait until an off-thread `close()` (`CLOSING`) has returned; the next `call()` then
+        finishes the tasklet. For drivers that call a tasklet on their own (tests, the test kit)."""
+        if self._closer is not None:
+            self._closer.join(timeout)
+
+    def _closing(self) -> bool:
+        closer = self._closer
+        assert closer is not None
+        if closer.is_alive():
+            return False
         self.state = State.CLOSED
-        self.close(strict=True)
+        if self._close_error is not None:
+            raise self._close_error
         return True
 
     def _closed(self) -> bool:
@@ -609,5 +653,6 @@ _HANDLERS: dict[State, Callable[[ProcessorTasklet], bool]] = {
     State.COMPLETE: ProcessorTasklet._complete,
     State.EMIT_DONE: ProcessorTasklet._emit_done,
     State.WAIT_PHASE2: ProcessorTasklet._wait_phase2,
+    State.CLOSING: ProcessorTasklet._closing,
     State.CLOSED: ProcessorTasklet._closed,
 }

@@ -23,7 +23,7 @@ from jetspark.engine.queue import BoundedQueue
 from jetspark.engine.routing import UnicastCollector
 from jetspark.engine.snapshot import SnapshotContext
 from jetspark.engine.special import DONE, SnapshotBarrier
-from jetspark.engine.tasklet import ProcessorTasklet
+from jetspark.engine.tasklet import ProcessorTasklet, State
 from tests.queues import drain
 
 PARTITIONS = 271
@@ -118,6 +118,8 @@ class TaskletHarness:
                 return
             if self.tasklet.call():
                 idle = 0
+            elif self.tasklet.state is State.CLOSING:  # close() runs on its own thread: wait for it
+                self.tasklet.wait_for_close(30)
             else:
                 idle += 1
                 if idle >= idle_calls and until is None:

@@ -8,10 +8,9 @@ is `Trickle` (the next entry is queued once the previous one was taken). Jet's p
 stream of capacity 1 is a queue of 1 item. Each test is named after the Jet case it ports.
 
 Differences:
-- `when_closeBlocked_then_waitUntilDone`: Jet runs a cooperative processor's `close()` on another
-  thread (unless `closeIsCooperative()`), so a `close()` that blocks does not hold the worker;
-  jetspark calls `close()` on the processor's own thread. The port is marked xfail (strict): it
-  fails today because `call()` blocks in `close()`; see the report of branch `jetport`.
+- none: as in Jet, a cooperative processor's `close()` runs on a thread of its own (unless
+  `close_is_cooperative()`), so a `close()` that blocks does not hold the worker
+  (`when_closeBlocked_then_waitUntilDone`).
 """
 
 from __future__ import annotations
@@ -22,8 +21,10 @@ from typing import Any
 import pytest
 
 from jetspark import Inbox, Outbox, Processor, ProcessorContext, Watermark
+from jetspark.core.errors import ProcessorContractError
 from tests.contract.harness import DONE, TaskletHarness
 from tests.jet.engine_kit import Trickle, call_until
+from tests.waiting import wait_until
 
 CALL_COUNT_LIMIT = 10
 MOCK_INPUT = list(range(10))
@@ -167,9 +168,6 @@ def test_ProcessorTaskletTest__when_differentPriorities_then_respected() -> None
     ]  # fmt: skip
 
 
-@pytest.mark.xfail(
-    strict=True, reason="jetspark calls close() on the processor's own thread (Jet: off the worker)"
-)
 @pytest.mark.timeout(60)
 def test_ProcessorTaskletTest__when_closeBlocked_then_waitUntilDone() -> None:
     p = PassThrough()
@@ -190,9 +188,42 @@ def test_ProcessorTaskletTest__when_closeBlocked_then_waitUntilDone() -> None:
     worker.start()
     try:
         # Jet: the calls return (no progress) while close() blocks elsewhere
-        assert returned.wait(2), "call() blocked in close(): the worker thread is held"
+        assert returned.wait(30), "call() blocked in close(): the worker thread is held"
         assert not h.tasklet.is_done
     finally:
         p.close_gate.set()
         worker.join(30)
     assert not outcome
+    wait_until(
+        lambda: h.tasklet.call() is not None and h.tasklet.is_done, "the tasklet done once close() returned"
+    )
+
+
+def test_a_close_that_raises_on_its_thread_fails_the_tasklet_on_its_own_thread() -> None:
+    """An offer from close() at the normal end (a lost item) still fails the job, from call()."""
+
+    class OffersInClose(PassThrough):
+        def close(self) -> None:
+            self.outbox.offer("late")
+
+    h = TaskletHarness(OffersInClose(), [], 1)
+    with pytest.raises(ProcessorContractError, match="close"):
+        wait_until(lambda: bool(h.tasklet.call()) and False, "close() to fail", timeout=30)
+
+
+def test_a_processor_whose_close_is_cooperative_is_closed_on_the_workers_thread() -> None:
+    seen: list[str] = []
+
+    class Inline(PassThrough):
+        def close_is_cooperative(self) -> bool:
+            return True
+
+        def close(self) -> None:
+            seen.append(threading.current_thread().name)
+
+    h = TaskletHarness(Inline(), [], 1)
+    for _ in range(CALL_COUNT_LIMIT):
+        if h.tasklet.is_done:
+            break
+        h.tasklet.call()
+    assert h.tasklet.is_done and seen == [threading.current_thread().name]
