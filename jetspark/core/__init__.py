@@ -15,6 +15,7 @@ from jetspark.core.edge import Edge as Edge
 from jetspark.core.edge import RoutingPolicy as RoutingPolicy
 from jetspark.core.errors import DagValidationError as DagValidationError
 from jetspark.core.errors import JetsparkError as JetsparkError
+from jetspark.core.errors import JobAlreadyRunningError as JobAlreadyRunningError
 from jetspark.core.errors import JobCancelledError as JobCancelledError
 from jetspark.core.errors import JobFailedError as JobFailedError
 from jetspark.core.errors import JobTimeoutError as JobTimeoutError
@@ -57,6 +58,7 @@ __all__ = [
     "FlatMapper",
     "Inbox",
     "JetsparkError",
+    "JobAlreadyRunningError",
     "JobCancelledError",
     "JobConfig",
     "JobFailedError",

@@ -72,5 +72,10 @@ class QuiescenceError(JobFailedError):
     processor's watermarks and pending counts in the message."""
 
 
+class JobAlreadyRunningError(JetsparkError):
+    """A job was submitted while another driver runs it (same name under the same checkpoint
+    root): two drivers would take over each other's snapshots and transactions."""
+
+
 class JobTimeoutError(JetsparkError, TimeoutError):
     """`Job.join(timeout)` ran out of time; the job is still running."""

@@ -238,14 +238,18 @@ def settle(
 def tidy_store(name: str, store: CheckpointStore | None, record: JobRecord | None, status: JobStatus) -> None:
     """A completed job keeps only its record, marked completed (a submit under its name then says
     so instead of running it again); a cancelled one leaves nothing (a later submit starts afresh).
-    A failed or suspended job keeps its snapshots, to be resumed. A failure here is logged: the
-    job's outcome stands."""
-    if store is None or status not in (JobStatus.COMPLETED, JobStatus.CANCELLED):
+    A failed or suspended job keeps its snapshots, to be resumed. Every job lets go of its driver
+    lock (a suspended one takes it again at `resume()`). A failure here is logged: the job's outcome stands."""
+    if store is None:
         return
+    from jetspark.runners import driver_lock
+
     try:
         if status is JobStatus.COMPLETED and record is not None:
             store.finish(record.finished())
-        else:
-            store.discard()
+        elif status is JobStatus.CANCELLED:
+            store.discard()  # a failed or suspended job keeps its snapshots
     except OSError:
         _log.exception("job %r: tidying its checkpoint directory %s failed", name, store.job_dir)
+    finally:
+        driver_lock.release(store)  # its run here ended: another driver may run it

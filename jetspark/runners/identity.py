@@ -1,6 +1,7 @@
 """A job's durable identity at submit, the same for every runner with a checkpoint root.
 
-`claim` reads the job's record (`checkpoint.job_record`) before anything runs and decides:
+`claim` takes the job's driver lock (`driver_lock`: another driver running the job is refused),
+reads the job's record (`checkpoint.job_record`) before anything runs and decides:
 
 - no record: a new job; a new id is written down before any processor starts, so even a run
   that dies before its first commit leaves a record naming the id its sinks used;
@@ -21,6 +22,8 @@ import uuid
 
 from jetspark.checkpoint import CheckpointStore
 from jetspark.checkpoint.job_record import JobRecord, first_record, new_run_id
+from jetspark.core.errors import JobAlreadyRunningError
+from jetspark.runners import driver_lock
 from jetspark.runners.job import JobHandle, JobStatus
 
 _log = logging.getLogger("jetspark.job")
@@ -37,6 +40,7 @@ def claim(
     (then nothing was written). `committed_id`: the job id a committed snapshot names, for a job
     whose directory predates records."""
     name = store.job
+    driver_lock.acquire(store)  # one driver runs a job at a time
     record = store.read_record()
     if record is not None and record.completed is not None:
         if not start_over:
@@ -47,6 +51,7 @@ def claim(
                 record.job_id,
                 record.completed_text,
             )
+            driver_lock.release(store)  # nothing runs
             return record, True
         _log.warning(
             "job %r completed at %s; starting it over under a new id, as asked", name, record.completed_text
@@ -75,6 +80,21 @@ def claim(
     store.forget_runs()
     store.write_record(record)
     return record, False
+
+
+def take_back(store: CheckpointStore, record: JobRecord) -> None:
+    """Before a suspended job resumes in this driver: hold its driver lock again and check that no
+    other driver took the job over meanwhile (its record names another run); resuming from this
+    driver's view of it would then repeat what that run did."""
+    driver_lock.acquire(store)
+    now = store.read_record()
+    if now is None or now.run != record.run:
+        driver_lock.release(store)
+        raise JobAlreadyRunningError(
+            f"job {store.job!r} was taken over by another driver while it was suspended here "
+            f"(its record names run {now.run if now is not None else 'none'}, not {record.run}); "
+            "submit the job again instead of resuming this handle"
+        )
 
 
 class CompletedBefore(JobHandle):

@@ -219,6 +219,9 @@ class LocalJob(JobHandle):
             raise ValueError(f"job {self.name!r} is {self.status.value}, not suspended")
         if member_count is not None:
             self.member_count = checked_count(member_count, f"job {self.name!r}: resume(): member_count")
+        if self.store is not None:
+            assert self.record is not None
+            identity.take_back(self.store, self.record)  # another driver may have taken it meanwhile
         return self.start(self.committed_snapshot())
 
     def export_snapshot(self, name: str, timeout: float = 60) -> Snapshot:

@@ -84,7 +84,9 @@ def test_a_job_whose_driver_was_killed_resumes_from_its_committed_snapshot(tmp_p
     assert sorted(job.result("sink")) == EXPECTED
     assert 0 < len(steps) < COUNT, "the resumed job went on from the snapshot, not from the start"
     assert job.last_snapshot is None or job.last_snapshot.snapshot_id > committed
-    assert sorted(p.name for p in store_dir.iterdir()) == ["JOB"], "a completed job's snapshots are deleted"
+    assert sorted(p.name for p in store_dir.iterdir()) == ["DRIVER", "JOB"], (
+        "a completed job's snapshots are deleted"
+    )
 
 
 @pytest.mark.parametrize("where", ["local", "memory"])

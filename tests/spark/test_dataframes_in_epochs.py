@@ -102,7 +102,9 @@ def test_a_stream_enriched_from_a_dataframe_lands_in_the_table_once_across_a_fai
     assert [n for n, c in counts.items() if c > 1] == [], "an order is in the table twice"
     assert all(name == f"name{n % CUSTOMERS}" and cid == f"c{n % CUSTOMERS}" for n, cid, name in written)
     assert job.result("table") == [], "the table's items are not kept on the driver"
-    assert sorted(os.listdir(tmp_path / "ck" / "enrich")) == ["JOB"], "the DataFrame's copy outlived the job"
+    assert sorted(os.listdir(tmp_path / "ck" / "enrich")) == ["DRIVER", "JOB"], (
+        "the DataFrame's copy outlived the job"
+    )
     assert not any(name.startswith("_jetspark") for name in os.listdir(table)), "staging was left"
 
 

@@ -58,7 +58,9 @@ def test_a_job_with_a_guarantee_runs_in_several_committed_epochs_and_counts_exac
     assert job.metrics()["source"]["emitted"] == 3000
     assert job.status is JobStatus.COMPLETED
     left = sorted(p.name for p in (tmp_path / "ck" / "counting").iterdir())
-    assert left == ["JOB"], "a completed job keeps its record (marked completed), not its snapshots"
+    assert left == ["DRIVER", "JOB"], (
+        "a completed job keeps its record (marked completed) and its lock file, not its snapshots"
+    )
 
 
 def test_a_failed_epoch_runs_again_from_the_last_committed_snapshot(spark: Any, tmp_path: Path) -> None:

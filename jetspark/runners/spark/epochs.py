@@ -33,6 +33,7 @@ from jetspark.core.errors import JobFailedError, ProcessorContractError
 from jetspark.planning.plan import ExecutionPlan
 from jetspark.planning.stages import StagePlan
 from jetspark.runners.coordinator import RestartLoop, Step, Verdict, close_meta_suppliers, settle, tidy_store
+from jetspark.runners.identity import take_back
 from jetspark.runners.job import Capabilities, EpochStats, JobStatus
 from jetspark.runners.member import add_metrics
 from jetspark.runners.spark.epoch_stats import EpochLedger
@@ -142,6 +143,7 @@ class EpochJob(SparkHandle):
         """Continue a suspended job from its last committed snapshot."""
         if self.status is not JobStatus.SUSPENDED:
             raise ValueError(f"job {self.name!r} is {self.status.value}, not suspended")
+        take_back(self.store, self.record)  # another driver may have taken it meanwhile
         self._request = None
         self._finished.clear()
         fan_out(self.config, self.store.job, self.plan)  # startpoints set while it was suspended
