@@ -94,8 +94,10 @@ def test_a_stream_enriched_from_a_dataframe_lands_in_the_table_once_across_a_fai
     gate.open()
     job.join(180)
     assert marker.exists(), "the failure was never injected"
-    assert job.epochs_aborted == 1
-    assert how == "exit" or "injected at order 1700" in str(job.last_abort)
+    if how == "raise":
+        assert job.epochs_aborted == 1 and "injected at order 1700" in str(job.last_abort)
+    else:  # a dead worker may cost Spark's retry of the task an abort of its own
+        assert job.epochs_aborted >= 1
     written = [tuple(r) for r in spark.read.parquet(table).collect()]
     counts = Counter(n for n, _, _ in written)
     assert sorted(counts) == list(range(ORDERS)), "an order is missing from the table"
