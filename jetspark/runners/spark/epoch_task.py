@@ -109,6 +109,8 @@ class EpochTask:
         #: Vertices whose processors may be kept after this epoch, and those kept from the last.
         self.keeping: set[str] = set()
         self.kept: dict[str, list[Processor]] = {}
+        #: Per kept vertex: its processors' own counters when they were taken from the cache.
+        self._counted_before: dict[str, dict[str, int]] = {}
 
     def refusal(self, stage: int, carrier: int) -> EpochAbortRecord | None:
         """The record that aborts the epoch if this task ran before in this epoch: a retry, a
@@ -172,16 +174,29 @@ class EpochTask:
             )
             if processors is not None and len(processors) == plan.vertices[vertex].local_parallelism:
                 kept[vertex] = processors
+                baseline = self._counted_before.setdefault(vertex, {})
+                for processor in processors:  # their own counters so far were reported already
+                    for name, value in processor.custom_metrics().items():
+                        baseline[name] = baseline.get(name, 0) + value
             elif processors is not None:
                 state_cache.close_all(processors, vertex)
         self.kept = kept
         return kept
 
-    def cache_figures(self) -> dict[str, dict[str, int]]:
-        """Per eligible vertex: 1 under `state_cache_hits` or `state_cache_misses`."""
+    def adjust_custom(self, custom: dict[str, dict[str, int]]) -> None:
+        """Per-vertex processor counters of this task as the driver adds them up epoch by epoch:
+        a kept processor's counters from earlier epochs are taken off (they were reported then),
+        and each eligible vertex counts 1 under `state_cache_hits` or `state_cache_misses`."""
+        for vertex, baseline in self._counted_before.items():
+            figures = custom.get(vertex, {})
+            for name, value in baseline.items():
+                if name in figures:
+                    figures[name] -= value
         if self.spec.restore_dir is None:
-            return {}
-        return {v: {state_cache.HITS if v in self.kept else state_cache.MISSES: 1} for v in self.keeping}
+            return
+        for vertex in self.keeping:
+            name = state_cache.HITS if vertex in self.kept else state_cache.MISSES
+            custom.setdefault(vertex, {})[name] = 1
 
     def defer_closes(self, tasklets: list[ProcessorTasklet]) -> None:
         """Kept processors go on (no init, no restore); the processors of vertices that may be

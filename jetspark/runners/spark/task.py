@@ -235,8 +235,7 @@ def run_stage_task(
         metrics = {v: [m.pop("received"), m.pop("emitted")] for v, m in figures.items()}
         custom = {v: m for v, m in figures.items() if m}  # what is left: processors' own counters
         if epoch is not None:
-            for vertex, counts in epoch.cache_figures().items():
-                custom.setdefault(vertex, {}).update(counts)
+            epoch.adjust_custom(custom)
         output.add(member, MetricsRecord(carrier, stage_index, member, metrics, execution.status(), custom))
         if staging.files:
             output.add(member, StagedFilesRecord(carrier, member, staging.attempt, tuple(staging.files)))

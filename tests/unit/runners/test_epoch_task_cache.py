@@ -82,7 +82,9 @@ def test_kept_processors_go_on_when_the_committed_manifest_lists_their_file(tmp_
     kept = keep(the_plan, store, 5, commit(store, the_plan, 5))
     epoch = task(tmp_path, the_plan, 5)
     assert epoch.take_kept() == {"counts": [kept]}
-    assert epoch.cache_figures() == {"counts": {state_cache.HITS: 1}}
+    figures: dict[str, dict[str, int]] = {}
+    epoch.adjust_custom(figures)
+    assert figures == {"counts": {state_cache.HITS: 1}}
     assert epoch.restore_data() == {}, "nothing of the kept vertex is read from the store"
 
 
@@ -96,7 +98,9 @@ def test_a_worker_that_ran_e_missed_e_plus_1_and_gets_e_plus_2_restores_from_the
     epoch = task(tmp_path, the_plan, 6)  # epoch 7 lands here again
     assert epoch.take_kept() == {}
     assert kept.closed == 1
-    assert epoch.cache_figures() == {"counts": {state_cache.MISSES: 1}}
+    figures: dict[str, dict[str, int]] = {}
+    epoch.adjust_custom(figures)
+    assert figures == {"counts": {state_cache.MISSES: 1}}
     restored = epoch.restore_data()
     assert restored is not None and [e.key for e in restored["counts"]] == [b"k0"]
 
@@ -115,3 +119,35 @@ def test_another_members_entries_in_my_partitions_make_it_a_miss_and_the_file_fu
     commit(clean_store, the_plan, 5)
     chains = clean._plan_chains()
     assert list(chains) == ["counts"] and [i for i, _ in chains["counts"]] == [5]
+
+
+class Dropping(Counting):
+    """Counts what it dropped since it was made (a processor's own counter)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dropped = 0
+
+    def custom_metrics(self) -> dict[str, int]:
+        return {"dropped": self.dropped}
+
+
+def test_a_kept_processors_own_counters_are_reported_once(tmp_path: Path) -> None:
+    """The driver adds each epoch's counters: a kept processor's count from earlier epochs is
+    taken off, or it would be added again every epoch it goes on."""
+    the_plan = plan()
+    store = CheckpointStore(str(tmp_path), "job")
+    name = commit(store, the_plan, 5)
+    manifest = store.latest()
+    assert manifest is not None
+    sha = next(f.sha256 for f in manifest.files if f.name == name)
+    kept = Dropping()
+    kept.dropped = 7  # reported in epochs up to 5
+    partitions = the_plan.arrangement.partition_count
+    state_cache.put(the_plan.job_id, "counts", 0, state_cache.Kept([kept], 5, (name, sha), 2, partitions))
+    epoch = task(tmp_path, the_plan, 5)
+    assert epoch.take_kept() == {"counts": [kept]}
+    kept.dropped += 2  # this epoch
+    figures = {"counts": dict(kept.custom_metrics())}
+    epoch.adjust_custom(figures)
+    assert figures == {"counts": {"dropped": 2, state_cache.HITS: 1}}
