@@ -29,6 +29,7 @@ from typing import Any
 import attrs
 import fsspec
 
+from jetspark.checkpoint.deltas import merge
 from jetspark.checkpoint.entries import (
     CorruptSnapshotError,
     Entry,
@@ -64,9 +65,12 @@ class SnapshotFile:
     sha256: str
     entry_count: int
     segments: tuple[Segment, ...]
+    #: An incremental file (`deltas.py`): the files of earlier snapshots of this job it applies
+    #: on, as (snapshot id, file), oldest (a full one) first; empty for a full file.
+    chain: tuple[tuple[int, SnapshotFile], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        body: dict[str, Any] = {
             "name": self.name,
             "vertex": self.vertex,
             "size": self.size,
@@ -74,6 +78,9 @@ class SnapshotFile:
             "entries": self.entry_count,
             "segments": [[s.partition, s.offset, s.length, s.crc32] for s in self.segments],
         }
+        if self.chain:
+            body["chain"] = [[snapshot_id, file.to_json()] for snapshot_id, file in self.chain]
+        return body
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SnapshotFile:
@@ -84,7 +91,11 @@ class SnapshotFile:
             sha256=data["sha256"],
             entry_count=int(data["entries"]),
             segments=tuple(Segment(*map(int, s)) for s in data["segments"]),
+            chain=tuple((int(i), SnapshotFile.from_json(f)) for i, f in data.get("chain", ())),
         )
+
+    def without_chain(self) -> SnapshotFile:
+        return attrs.evolve(self, chain=())
 
 
 @attrs.frozen
@@ -144,16 +155,22 @@ class CheckpointStore:
         return f"{self.job_dir}/snapshots/{snapshot_id:010d}"
 
     def write_file(
-        self, snapshot_id: int, vertex: str, writer: str, entries: Iterable[Entry]
+        self,
+        snapshot_id: int,
+        vertex: str,
+        writer: str,
+        entries: Iterable[Entry],
+        chain: tuple[tuple[int, SnapshotFile], ...] = (),
     ) -> SnapshotFile:
-        """Write one file of snapshot `snapshot_id`: the entries of `vertex` from one writer (a member)."""
+        """Write one file of snapshot `snapshot_id`: the entries of `vertex` from one writer (a
+        member); with `chain`, only what changed since those files (`deltas.py`)."""
         encoded = encode(entries)
         name = check_name("snapshot file", f"{writer}.snap")
         directory = self.snapshot_dir(snapshot_id)
         self.fs.makedirs(directory, exist_ok=True)
         self.fs.pipe_file(f"{directory}/{name}", encoded.data)
         return SnapshotFile(
-            name, vertex, len(encoded.data), encoded.sha256, encoded.entry_count, encoded.segments
+            name, vertex, len(encoded.data), encoded.sha256, encoded.entry_count, encoded.segments, chain
         )
 
     def commit(
@@ -231,10 +248,24 @@ class CheckpointStore:
         target = f"{self.root}/exported/{check_name('snapshot', name)}"
         staging = f"{self.root}/exported/.{name}.{uuid.uuid4().hex[:8]}"
         self.fs.makedirs(staging, exist_ok=True)
+        files = []
         for file in manifest.files:
-            self.fs.copy(f"{manifest.directory}/{file.name}", f"{staging}/{file.name}")
+            if file.chain:  # an export stands alone: an incremental file is written whole
+                encoded = encode(self._read_file(manifest.directory, file, None))
+                self.fs.pipe_file(f"{staging}/{file.name}", encoded.data)
+                file = SnapshotFile(
+                    file.name,
+                    file.vertex,
+                    len(encoded.data),
+                    encoded.sha256,
+                    encoded.entry_count,
+                    encoded.segments,
+                )
+            else:
+                self.fs.copy(f"{manifest.directory}/{file.name}", f"{staging}/{file.name}")
+            files.append(file)
         extra = dict(manifest.extra, exported_name=name)
-        self.write_manifest(staging, manifest.snapshot_id, manifest.files, manifest.partition_count, extra)
+        self.write_manifest(staging, manifest.snapshot_id, files, manifest.partition_count, extra)
         self._remove(target)
         self.fs.mv(staging, target, recursive=True)
         return self.load_manifest(target)
@@ -327,8 +358,8 @@ class CheckpointStore:
     def check_files(self, manifest: Manifest, contents: bool = False) -> None:
         """Every file exists with the size the manifest records (cheap; contents are checked on
         read), and with `contents`, its bytes match the manifest's SHA-256 (reads every file)."""
-        for file in manifest.files:
-            path = f"{manifest.directory}/{file.name}"
+        for directory, file in self._all_files(manifest):
+            path = f"{directory}/{file.name}"
             try:
                 size = self.fs.size(path)
             except FileNotFoundError:
@@ -349,24 +380,40 @@ class CheckpointStore:
         for file in manifest.files:
             if file.vertex != vertex:
                 continue
-            path = f"{manifest.directory}/{file.name}"
-            if wanted is None:
-                data = self._cat(path)
-                if hashlib.sha256(data).hexdigest() != file.sha256:
-                    if len(data) != file.size:
-                        raise CorruptSnapshotError(path, f"is truncated ({len(data)} of {file.size} bytes)")
-                    raise CorruptSnapshotError(path, "fails its SHA-256 check")
-                for segment in file.segments:
-                    yield from decode_segment(
-                        data[segment.offset : segment.offset + segment.length], segment, path
-                    )
-                continue
-            for run in wanted_ranges(file.segments, wanted):
-                start, end = run[0].offset, run[-1].offset + run[-1].length
-                data = self._cat(path, start, end)
-                for segment in run:
-                    offset = segment.offset - start
-                    yield from decode_segment(data[offset : offset + segment.length], segment, path)
+            if file.chain:
+                yield from self._read_file(manifest.directory, file, wanted)
+            else:
+                yield from self._read_one(manifest.directory, file, wanted)
+
+    def _read_file(
+        self, directory: str, file: SnapshotFile, wanted: frozenset[int] | None
+    ) -> Iterator[Entry]:
+        """The entries of one file; an incremental one applied on its chain (`deltas.merge`)."""
+        if not file.chain:
+            return self._read_one(directory, file, wanted)
+        layers = [self._read_one(self.snapshot_dir(i), f, wanted) for i, f in file.chain]
+        layers.append(self._read_one(directory, file, wanted))
+        return merge(layers)
+
+    def _read_one(self, directory: str, file: SnapshotFile, wanted: frozenset[int] | None) -> Iterator[Entry]:
+        path = f"{directory}/{file.name}"
+        if wanted is None:
+            data = self._cat(path)
+            if hashlib.sha256(data).hexdigest() != file.sha256:
+                if len(data) != file.size:
+                    raise CorruptSnapshotError(path, f"is truncated ({len(data)} of {file.size} bytes)")
+                raise CorruptSnapshotError(path, "fails its SHA-256 check")
+            for segment in file.segments:
+                yield from decode_segment(
+                    data[segment.offset : segment.offset + segment.length], segment, path
+                )
+            return
+        for run in wanted_ranges(file.segments, wanted):
+            start, end = run[0].offset, run[-1].offset + run[-1].length
+            data = self._cat(path, start, end)
+            for segment in run:
+                offset = segment.offset - start
+                yield from decode_segment(data[offset : offset + segment.length], segment, path)
 
     # ---- internals ------------------------------------------------------------------------
 
@@ -457,9 +504,32 @@ class CheckpointStore:
                 self._remove(self.snapshot_dir(snapshot_id))
 
     def _apply_retention(self, latest: int) -> None:
+        """Keep the last `retain` committed snapshots and every snapshot their incremental
+        files apply on."""
         committed = [i for i in self._snapshot_ids() if i <= latest]
+        kept = committed[-self.retain :]
+        needed: set[int] = set()
+        for snapshot_id in kept:
+            try:
+                manifest = self.load_manifest(self.snapshot_dir(snapshot_id))
+            except CorruptSnapshotError:
+                continue
+            needed.update(i for f in manifest.files for i, _ in f.chain)
         for snapshot_id in committed[: -self.retain]:
-            self._remove(self.snapshot_dir(snapshot_id))
+            if snapshot_id not in needed:
+                self._remove(self.snapshot_dir(snapshot_id))
+
+    def _all_files(self, manifest: Manifest) -> Iterator[tuple[str, SnapshotFile]]:
+        """(directory, file) of every file a restore of `manifest` reads, chains included."""
+        seen: set[tuple[str, str]] = set()
+        for file in manifest.files:
+            for directory, one in [
+                *((self.snapshot_dir(i), f) for i, f in file.chain),
+                (manifest.directory, file),
+            ]:
+                if (directory, one.name) not in seen:
+                    seen.add((directory, one.name))
+                    yield directory, one
 
     def _remove(self, path: str) -> None:
         if self.fs.exists(path):

@@ -32,6 +32,12 @@ class AbstractProcessor(Processor):
     logger: logging.Logger
 
     def init(self, outbox: Outbox, context: ProcessorContext) -> None:
+        self._bind(outbox, context)
+        self.init_processor(context)
+
+    def _bind(self, outbox: Outbox, context: ProcessorContext) -> None:
+        """Take the outbox and context; also how a processor kept between Spark epochs
+        (`runners.spark.state_cache`) is handed the next epoch's, without `init_processor`."""
         self.outbox = outbox
         if type(self).try_emit is AbstractProcessor.try_emit:
             # One Python call per emitted item instead of two: the instance attribute shadows the
@@ -39,7 +45,6 @@ class AbstractProcessor(Processor):
             self.try_emit = outbox.offer  # type: ignore[method-assign]
         self.context = context
         self.logger = context.logger
-        self.init_processor(context)
 
     def init_processor(self, context: ProcessorContext) -> None:
         """Hook for subclasses: called from `init` once the outbox and context are set."""

@@ -92,6 +92,11 @@ class OutboxImpl(Outbox):
         self._single_limit = batch_size
         self._buffer0: list[Any] = self.buffers[0] if self.buffers else []
         self._snapshot_allowed_in: str | None = None
+        #: During an incremental save (`save_only`): the keys that changed, and those offered.
+        self._snapshot_changed: set[Any] | None = None
+        self._snapshot_offered: set[Any] = set()
+        #: Partitions of the entries offered in the current (or last) snapshot's save.
+        self.snapshot_partitions: set[int] = set()
         self.emitted_count = 0
         #: Seconds of earlier back-pressure spells; `_blocked_since` the start (monotonic) of the
         #: current one, 0.0 when none.
@@ -214,6 +219,15 @@ class OutboxImpl(Outbox):
                 "snapshot_commit_prepare()"
             )
         self._check_reoffer(-2, (key, value))
+        changed = self._snapshot_changed
+        if changed is not None:
+            try:
+                wanted = key in changed
+            except TypeError:  # an unhashable key cannot be named as changed: it is kept
+                wanted = True
+            if not wanted:
+                return True  # unchanged since the last snapshot: the incremental one leaves it out
+            self._snapshot_offered.add(key)
         if len(self.snapshot_buffer) >= self.batch_size:
             self._reject((key, value), (-2,))
             return False
@@ -236,6 +250,7 @@ class OutboxImpl(Outbox):
                 f"{self.owner}: snapshot value for key {key!r} cannot be pickled: {error}"
             ) from error
         entry = SnapshotEntry(partition, key_bytes, value_bytes)
+        self.snapshot_partitions.add(partition)
         self.snapshot_buffer.append(entry)
         self._clear_unfinished()
         return True
@@ -283,6 +298,26 @@ class OutboxImpl(Outbox):
 
     def allow_snapshot_offers(self, method: str | None) -> None:
         self._snapshot_allowed_in = method
+
+    def save_only(self, changed: set[Any]) -> None:
+        """An incremental snapshot: keep only offers of `changed` keys (`end_incremental`)."""
+        self._snapshot_changed = changed
+        self._snapshot_offered = set()
+
+    def end_incremental(self) -> None:
+        """A deletion entry (empty value bytes: no pickle is empty) for every changed key the
+        processor did not offer: it removed that key since the last snapshot."""
+        changed = self._snapshot_changed
+        if changed is None:
+            return
+        for key in changed - self._snapshot_offered:
+            partition = entry_partition(key, self._partition_count)
+            self.snapshot_partitions.add(partition)
+            self.snapshot_buffer.append(
+                SnapshotEntry(partition, pickle.dumps(key, pickle.HIGHEST_PROTOCOL), b"")
+            )
+        self._snapshot_changed = None
+        self._snapshot_offered = set()
 
     def flush(self) -> bool:
         """Move buffered items downstream; True when every buffer is empty afterwards.

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 import attrs
 
+from jetspark.core.errors import ProcessorContractError
 from jetspark.core.partitioner import default_partitioner
 from jetspark.core.watermark import BroadcastKey
 
@@ -41,6 +42,27 @@ class SnapshotEntry(NamedTuple):
 def entry_partition(key: Any, partition_count: int) -> int:
     """The partition a restore routes `key` by; raises TypeError for a key that cannot be routed."""
     return BROADCAST_PARTITION if isinstance(key, BroadcastKey) else default_partitioner(key, partition_count)
+
+
+#: The value bytes of a deletion in an incremental snapshot (a pickle is never empty).
+DELETED = b""
+
+
+def changed_keys(processor: Any) -> set[Any]:
+    """The processor's optional `changed_snapshot_keys()`: the snapshot keys whose entries it
+    changed or removed since its last `save_to_snapshot` (or its restore), as a set."""
+    keys = processor.changed_snapshot_keys()
+    if keys is None or isinstance(keys, (str, bytes)):
+        raise ProcessorContractError(
+            f"{type(processor).__name__}.changed_snapshot_keys() returned {keys!r}: it must return "
+            "a collection of the snapshot keys that changed or were removed since the last save"
+        )
+    return set(keys)
+
+
+def saves_incrementally(processor: Any) -> bool:
+    """Whether the processor names the keys that changed (`changed_snapshot_keys`)."""
+    return callable(getattr(processor, "changed_snapshot_keys", None))
 
 
 def encode_entry(key: Any, value: Any, partition: int) -> SnapshotEntry:
@@ -93,6 +115,11 @@ class SnapshotContext:
         self._phase2_remaining = 0
         self.phase2_in_progress = False
         self.data: SnapshotData = {}
+        #: Vertices whose processors may save only what changed (`Processor` docs:
+        #: `changed_snapshot_keys`); set by the runner for each snapshot it can take incrementally.
+        self.incremental: set[str] = set()
+        #: Of those, vertices where some processor saved everything: their snapshot is a full one.
+        self.full_saves: set[str] = set()
         self.on_phase1_complete: Callable[[int, SnapshotData], bool] = lambda _id, _data: True
         self.on_phase2_complete: Callable[[int], None] = lambda _id: None
 
@@ -107,6 +134,7 @@ class SnapshotContext:
             self.terminal = terminal
             self.export_only = export_only
             self.data = {}
+            self.full_saves = set()
             self._phase1_remaining = self.active_tasklets
             self._phase1_participants = 0
             self.phase1_in_progress = True

@@ -48,7 +48,7 @@ from jetspark.engine.coalescer import WatermarkCoalescer
 from jetspark.engine.inbound import InboundStream
 from jetspark.engine.inbox import ListInbox
 from jetspark.engine.outbox import OutboxImpl
-from jetspark.engine.snapshot import SnapshotContext
+from jetspark.engine.snapshot import SnapshotContext, changed_keys, saves_incrementally
 from jetspark.engine.special import DONE, SnapshotBarrier
 
 _log = logging.getLogger("jetspark.engine")
@@ -153,6 +153,7 @@ class ProcessorTasklet:
         self._restore_entries = restore_entries
         self._restore_position = 0
         self._barrier: SnapshotBarrier | None = None
+        self._saving_for = -1  # the snapshot whose save_to_snapshot has been called
         self.last_snapshot_id = snapshot_context.phase1_id
         self._phase2_done_id = snapshot_context.phase2_id
         self.received_count = 0
@@ -162,6 +163,10 @@ class ProcessorTasklet:
         self.input_watermark: int | None = None
         self.closed = False
         self.initialized = False
+        #: Set by `go_on`: how the processor takes this execution's outbox and context instead of init.
+        self._bind: Callable[[Any, Any], None] | None = None
+        #: `close()` leaves the processor open: its owner keeps it or closes it (`go_on`'s caller).
+        self.close_deferred = False
         for position, stream in enumerate(self.streams):
             if stream.is_done:  # no producer at all (pruned upstream): the edge is exhausted at once,
                 self._pruned.add(id(stream))  # completed when its priority group's turn comes
@@ -177,8 +182,18 @@ class ProcessorTasklet:
     # ---- lifecycle ------------------------------------------------------------------------
 
     def init(self) -> None:
-        self.processor.init(self.outbox, self.context)
+        if self._bind is not None:
+            self._bind(self.outbox, self.context)
+        else:
+            self.processor.init(self.outbox, self.context)
         self.initialized = True
+
+    def go_on(self, bind: Callable[[Any, Any], None]) -> None:
+        """The processor goes on from an earlier execution with its state (a Spark epoch's state
+        cache): `bind(outbox, context)` replaces `init`, and nothing is restored."""
+        self._bind = bind
+        self._restore_entries = None
+        self.state = self._processing_start_state()
 
     def close(self, strict: bool = False) -> None:
         """Close the processor once; an error is logged, never raised, except with `strict` (the
@@ -186,6 +201,8 @@ class ProcessorTasklet:
         if self.closed:
             return
         self.closed = True
+        if self.close_deferred:
+            return
         outbox = self.outbox
         sealed_before = outbox.sealed
         outbox.seal("from close()")
@@ -313,7 +330,8 @@ class ProcessorTasklet:
         is cooperative, or keeps `Processor.close` (which does nothing)."""
         processor = self.processor
         return (
-            self.is_cooperative
+            not self.close_deferred  # kept for the next epoch: close() does nothing now
+            and self.is_cooperative
             and type(processor).close is not Processor.close
             and not processor.close_is_cooperative()
         )
@@ -502,6 +520,11 @@ class ProcessorTasklet:
     # ---- snapshots ------------------------------------------------------------------------
 
     def _save_snapshot(self) -> bool:
+        barrier = self._barrier
+        if barrier is not None and self._saving_for != barrier.snapshot_id:
+            self._saving_for = barrier.snapshot_id  # the first call of this snapshot's save
+            self.outbox.snapshot_partitions = set()
+            self._begin_save()
         self.outbox.allow_snapshot_offers("save_to_snapshot")
         try:
             done = self.processor.save_to_snapshot()
@@ -510,10 +533,23 @@ class ProcessorTasklet:
         if done is not True and done is not False:
             raise not_a_bool(self.processor, "save_to_snapshot", done)
         if done:
+            self.outbox.end_incremental()
             assert self._barrier is not None
             _, prepare, emit = _SNAPSHOT_STEPS[RETURN_TO[self.state]]
             self.state = emit if self._barrier.is_export_only else prepare
         return done
+
+    def _begin_save(self) -> None:
+        """An incremental snapshot where the runner allows one and the processor names the keys
+        that changed (`changed_snapshot_keys`); else a full one."""
+        vertex = self.context.vertex_name
+        snapshot = self.snapshot_context
+        if vertex not in snapshot.incremental:
+            return
+        if not saves_incrementally(self.processor):
+            snapshot.full_saves.add(vertex)
+            return
+        self.outbox.save_only(changed_keys(self.processor))
 
     def _emit_barrier(self) -> bool:
         barrier = self._barrier

@@ -252,6 +252,11 @@ class _KeyedStateP(AbstractProcessor):
         self._emit_index = 0
         self._snapshot_keys: Iterator[Hashable] | None = None
         self._snapshot_pending: Any = _NO_ENTRY
+        #: Keys changed since the last snapshot, once `changed_snapshot_keys` (stage 2 only:
+        #: stage 1's keys are not partitioned) was first asked; None before (nothing is tracked
+        #: in batch jobs). Keys removed (emitted) are tracked always: only `complete` removes.
+        self._changed: set[Hashable] | None = None
+        self._removed: set[Hashable] = set()
 
     def _result(self, acc: Any) -> Any:
         raise NotImplementedError
@@ -276,6 +281,7 @@ class _KeyedStateP(AbstractProcessor):
                 )
             for key in chunk:
                 del accs[key]
+            self._removed.update(chunk)
             self._emit_index += len(chunk)
         return True
 
@@ -294,11 +300,21 @@ class _KeyedStateP(AbstractProcessor):
                 self._snapshot_pending = key
                 return False
         self._snapshot_keys = None
+        self._track_changes()
         return True
 
     def restore_from_snapshot_entry(self, key: Any, value: Any) -> None:
         accs = self._accs
         accs[key] = self._op.combine(accs[key], value) if key in accs else value
+
+    def finish_snapshot_restore(self) -> bool:
+        self._track_changes()
+        return True
+
+    def _track_changes(self) -> None:
+        """A job that snapshots: from now on stage 2 notes the keys it changes."""
+        if self._changed is None:
+            self._changed = set()
 
 
 class _AccumulateByKeyP(_KeyedStateP):
@@ -385,14 +401,30 @@ class _CombineByKeyP(_KeyedStateP):
         get = accs.get
         combine = self._op.combine
         missing = _NO_ENTRY
-        for key, acc in inbox:
-            current = get(key, missing)
-            accs[key] = acc if current is missing else combine(current, acc)
+        changed = self._changed
+        if changed is None:
+            for key, acc in inbox:
+                current = get(key, missing)
+                accs[key] = acc if current is missing else combine(current, acc)
+        else:
+            mark = changed.add
+            for key, acc in inbox:
+                current = get(key, missing)
+                accs[key] = acc if current is missing else combine(current, acc)
+                mark(key)
         inbox.drain_to(self._scratch)
         self._scratch.clear()
 
     def _result(self, acc: Any) -> Any:
         return self._op.finish(acc)
+
+    def changed_snapshot_keys(self) -> set[Hashable]:
+        """Keys combined into or emitted since the last snapshot (incremental snapshots); the
+        first time, every key held (changes were not tracked before)."""
+        changed = set(self._accs) if self._changed is None else self._changed
+        changed |= self._removed
+        self._changed, self._removed = set(), set()
+        return changed
 
 
 def accumulate_by_key(

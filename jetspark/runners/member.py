@@ -50,9 +50,12 @@ class MemberExecution:
         restore_data: SnapshotData | None = None,
         external_queues: ExternalQueues | None = None,
         completed: Collection[tuple[str, int]] = (),
+        kept: dict[str, list[Processor]] | None = None,
     ) -> None:
         """`completed` names processors (vertex, global index) that completed in an earlier epoch:
-        each is replaced by a `CompletedProcessor`, which emits DONE at once and holds no state."""
+        each is replaced by a `CompletedProcessor`, which emits DONE at once and holds no state.
+        `kept` gives, per vertex, processors that go on from an earlier epoch with their state
+        (`runners.spark.state_cache`) instead of new ones from the supplier (one member only)."""
         self.plan = plan
         self.placements = list(placements)
         self._attributes = attributes
@@ -61,6 +64,7 @@ class MemberExecution:
         self._restore_data = restore_data
         self._external_queues = external_queues
         self._completed = completed
+        self._kept = kept or {}
         self.processors: dict[ProcessorKey, Processor] = {}
         self.tasklets: list[ProcessorTasklet] = []
         self.execution: Execution | None = None
@@ -71,7 +75,7 @@ class MemberExecution:
         try:
             for vertex, member in self.placements:
                 try:
-                    made = self.plan.create_processors(vertex, member)
+                    made = self._kept.get(vertex) or self.plan.create_processors(vertex, member)
                 except Exception as cause:
                     raise _setup_failure(vertex, f"its supplier failed on member {member}", cause) from cause
                 lp = self.plan.vertices[vertex].local_parallelism

@@ -16,19 +16,23 @@ An epoch (see `runners.spark.epochs`) starts from the committed snapshot it name
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from jetspark.core.processor import Processor
 from jetspark.engine.snapshot import SnapshotContext, SnapshotData, SnapshotEntry
 from jetspark.engine.tasklet import ProcessorTasklet
 from jetspark.planning.plan import ExecutionPlan
+from jetspark.runners.spark import state_cache
 from jetspark.runners.spark.records import EpochAbortRecord, SnapshotFilesRecord
 from jetspark.runners.spark.shuffle_in import ShuffleReader
 
 if TYPE_CHECKING:  # the checkpoint store needs fsspec, which batch jobs' executors need not have
-    from jetspark.checkpoint import CheckpointStore
+    from jetspark.checkpoint import CheckpointStore, Manifest
+    from jetspark.checkpoint.store import SnapshotFile
 
 
 def _open_store(spec: EpochSpec) -> CheckpointStore:
@@ -99,6 +103,14 @@ class EpochTask:
         self._ticks = 0
         self._idle_tick = -2
         self._idle_rounds = 0
+        self._restore_manifest: Manifest | None = None
+        #: Per vertex: the chain this epoch's incremental file extends (`_plan_chains`).
+        self._chains: dict[str, tuple[tuple[int, SnapshotFile], ...]] = {}
+        #: Vertices whose processors may be kept after this epoch, and those kept from the last.
+        self.keeping: set[str] = set()
+        self.kept: dict[str, list[Processor]] = {}
+        #: Per kept vertex: its processors' own counters when they were taken from the cache.
+        self._counted_before: dict[str, dict[str, int]] = {}
 
     def refusal(self, stage: int, carrier: int) -> EpochAbortRecord | None:
         """The record that aborts the epoch if this task ran before in this epoch: a retry, a
@@ -131,29 +143,207 @@ class EpochTask:
             self._store = _open_store(self.spec)
         return self._store
 
+    def take_kept(self) -> dict[str, list[Processor]]:
+        """Processors this worker kept from the epoch that took the snapshot restored now, per
+        vertex (`state_cache`); every eligible vertex counts a hit or a miss."""
+        spec, plan = self.spec, self.plan
+        state_cache.evict_older(plan.job_id, spec.restore_id)
+        eligible = state_cache.eligible_vertices(plan, self.vertices, spec.completed)
+        if spec.commit_only or not eligible:
+            return {}
+        self.keeping = eligible
+        if spec.restore_dir is None:
+            return {}
+        manifest = self._manifest()
+        kept: dict[str, list[Processor]] = {}
+        for vertex in sorted(eligible):
+            prefix = f"{self._writer(vertex)}-a"
+            files = [
+                (f.name, f.sha256) for f in manifest.files if f.vertex == vertex and f.name.startswith(prefix)
+            ]
+            processors = state_cache.take(
+                plan.job_id,
+                vertex,
+                self.member,
+                spec.restore_id,
+                files[0] if len(files) == 1 and self._owned_only(manifest, vertex) else None,
+                plan.member_count,
+                manifest.partition_count
+                if manifest.partition_count == plan.arrangement.partition_count
+                else -1,
+            )
+            if processors is not None and len(processors) == plan.vertices[vertex].local_parallelism:
+                kept[vertex] = processors
+                baseline = self._counted_before.setdefault(vertex, {})
+                for processor in processors:  # their own counters so far were reported already
+                    for name, value in processor.custom_metrics().items():
+                        baseline[name] = baseline.get(name, 0) + value
+            elif processors is not None:
+                state_cache.close_all(processors, vertex)
+        self.kept = kept
+        return kept
+
+    def adjust_custom(self, custom: dict[str, dict[str, int]]) -> None:
+        """Per-vertex processor counters of this task as the driver adds them up epoch by epoch:
+        a kept processor's counters from earlier epochs are taken off (they were reported then),
+        and each eligible vertex counts 1 under `state_cache_hits` or `state_cache_misses`."""
+        for vertex, baseline in self._counted_before.items():
+            figures = custom.get(vertex, {})
+            for name, value in baseline.items():
+                if name in figures:
+                    figures[name] -= value
+        if self.spec.restore_dir is None:
+            return
+        for vertex in self.keeping:
+            name = state_cache.HITS if vertex in self.kept else state_cache.MISSES
+            custom.setdefault(vertex, {})[name] = 1
+
+    def defer_closes(self, tasklets: list[ProcessorTasklet]) -> None:
+        """Kept processors go on (no init, no restore); the processors of vertices that may be
+        kept are not closed at the end of the run: `finish_keeping` keeps or closes them. A vertex
+        saves incrementally only if all its processors here name what changed."""
+        from jetspark.engine.snapshot import saves_incrementally
+
+        for tasklet in tasklets:
+            vertex = tasklet.context.vertex_name
+            if vertex in self._chains and not saves_incrementally(tasklet.processor):
+                del self._chains[vertex]  # every processor of the file must name what changed
+                if self.context is not None:
+                    self.context.incremental.discard(vertex)
+            if vertex in self.kept:
+                tasklet.go_on(functools.partial(state_cache.rebind, tasklet.processor))
+            if vertex in self.keeping:
+                tasklet.close_deferred = True
+
+    def finish_keeping(self, tasklets: list[ProcessorTasklet], success: bool) -> None:
+        """After the task's run (its tasklets were closed): keep the processors of each eligible
+        vertex whose every processor here took this epoch's snapshot (success only); close the
+        others, once."""
+        by_vertex: dict[str, list[ProcessorTasklet]] = {}
+        for tasklet in tasklets:
+            if tasklet.close_deferred:
+                by_vertex.setdefault(tasklet.context.vertex_name, []).append(tasklet)
+        written = {f["vertex"]: (f["name"], f["sha256"]) for f in self.files}
+        for vertex, group in by_vertex.items():
+            processors = [t.processor for t in group]
+            lp = self.plan.vertices[vertex].local_parallelism
+            arrangement = self.plan.arrangement
+            keep = (
+                success
+                and not self.spec.commit_only
+                and all(t.last_snapshot_id == self.spec.epoch and t.initialized for t in group)
+                and all(  # each saved only keys it owns: a restore would give it the same ones
+                    t.outbox.snapshot_partitions
+                    <= set(arrangement.processor_partitions(self.member, t.context.local_processor_index, lp))
+                    for t in group
+                )
+                and all(state_cache.keepable(p) for p in processors)
+                and len(group) == self.plan.vertices[vertex].local_parallelism
+            )
+            if keep:
+                kept = state_cache.Kept(
+                    processors,
+                    self.spec.epoch,
+                    written.get(vertex),
+                    self.plan.member_count,
+                    self.plan.arrangement.partition_count,
+                )
+                state_cache.put(self.plan.job_id, vertex, self.member, kept)
+            else:
+                state_cache.close_all(processors, vertex)
+
     def restore_data(self) -> SnapshotData | None:
-        """The entries this member's processors restore, or None when the job starts afresh."""
+        """The entries this member's processors restore (those not kept from the last epoch), or
+        None when the job starts afresh."""
         if self.spec.restore_dir is None:
             return None
         from jetspark.runners.durable import load_shares
 
-        manifest = self.store.load_manifest(self.spec.restore_dir)
-        return load_shares(self.store, manifest, self.plan, self.vertices, self.member, self.spec.completed)
+        vertices = [v for v in self.vertices if v not in self.kept]
+        return load_shares(
+            self.store, self._manifest(), self.plan, vertices, self.member, self.spec.completed
+        )
+
+    def _owned_only(self, manifest: Manifest, vertex: str) -> bool:
+        """Every file of `vertex` (chains too) holds only entries of partitions its writer member
+        owns, none broadcast: then a member's restore reads its own file and nothing else, which
+        is what keeping its processors, or applying a delta to its file, assumes."""
+        arrangement = self.plan.arrangement
+        for file in manifest.files:
+            if file.vertex != vertex:
+                continue
+            try:
+                writer = int(file.name.split("-")[1][1:])
+            except (IndexError, ValueError):
+                return False
+            owned = set(arrangement.member_partitions(writer))
+            for one in (file, *(f for _, f in file.chain)):
+                if any(segment.partition not in owned for segment in one.segments):
+                    return False
+        return True
+
+    def _plan_chains(self) -> dict[str, tuple[tuple[int, SnapshotFile], ...]]:
+        """Per vertex, the chain this epoch's file may extend with only what changed (`deltas`):
+        the committed snapshot was taken on this layout, holds one file of this member for the
+        vertex, and no processor of the vertex completed."""
+        spec, plan = self.spec, self.plan
+        if spec.restore_dir is None or spec.commit_only:
+            return {}
+        from jetspark.checkpoint.deltas import plan_chain
+
+        manifest = self._manifest()
+        if (
+            manifest.partition_count != plan.arrangement.partition_count
+            or manifest.extra.get("member_count") != plan.member_count
+        ):
+            return {}
+        done = {name for name, _ in spec.completed}
+        chains = {}
+        for vertex in self.vertices:
+            prefix = f"{self._writer(vertex)}-a"
+            mine = [f for f in manifest.files if f.vertex == vertex and f.name.startswith(prefix)]
+            if vertex in done or len(mine) != 1 or not self._owned_only(manifest, vertex):
+                continue
+            chain = plan_chain(spec.restore_id, mine[0])
+            if chain is not None:
+                chains[vertex] = chain
+        return chains
+
+    def _manifest(self) -> Manifest:
+        if self._restore_manifest is None:
+            assert self.spec.restore_dir is not None
+            self._restore_manifest = self.store.load_manifest(self.spec.restore_dir)
+        return self._restore_manifest
+
+    def _writer(self, vertex: str) -> str:
+        """The start of the name of this member's snapshot file of `vertex` (`_write`)."""
+        return f"v{list(self.plan.vertices).index(vertex):04d}-m{self.member:05d}"
 
     def snapshot_context(self, processors: int) -> SnapshotContext:
         context = SnapshotContext(processors, self.spec.restore_id, phase2_deferred=True)
         context.on_phase1_complete = self._write
+        self._chains = self._plan_chains()
+        context.incremental = set(self._chains)
         self.context = context
         return context
 
     def _write(self, snapshot_id: int, data: SnapshotData) -> bool:
         if self.spec.commit_only:
             return True
-        order = list(self.plan.vertices)
-        for vertex in sorted(data):
-            entries: list[SnapshotEntry] = data[vertex]
-            writer = f"v{order.index(vertex):04d}-m{self.member:05d}-a{self.attempt}"
-            written = self.store.write_file(snapshot_id, vertex, writer, entries)
+        context = self.context
+        full = context.full_saves if context is not None else set()
+        for vertex in sorted(set(data) | set(self._chains)):
+            entries: list[SnapshotEntry] = data.get(vertex, [])
+            writer = f"{self._writer(vertex)}-a{self.attempt}"
+            chain = self._chains.get(vertex, ())
+            took_part = all(
+                t.last_snapshot_id == snapshot_id for t in self.tasklets if t.context.vertex_name == vertex
+            )
+            if vertex in full or not took_part:
+                chain = ()  # a full file: some processor saved everything, or completed
+            if not chain and vertex not in data:
+                continue
+            written = self.store.write_file(snapshot_id, vertex, writer, entries, chain)
             self.files.append(written.to_json())
         return True
 

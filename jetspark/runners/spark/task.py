@@ -163,6 +163,7 @@ def run_stage_task(
     }
     placements = [(v, m) for m in members for v in stage.vertices]
     error: BaseException | None = None
+    finished = False
     reporter = (
         LiveReporter(spec.live, stage_index, member, staging.attempt, _epoch_number(epoch))
         if spec.live is not None
@@ -181,6 +182,7 @@ def run_stage_task(
         from jetspark.checkpoint.entries import CorruptSnapshotError  # epochs only: batch needs no fsspec
 
         try:
+            kept = epoch.take_kept()
             restore = epoch.restore_data()
         except CorruptSnapshotError as damage:  # reported, not raised: a Spark retry cannot help
             reason = f"epoch {epoch.spec.epoch}: stage {stage_index} member {member} cannot restore: {damage}"
@@ -200,12 +202,14 @@ def run_stage_task(
             restore_data=restore,
             external_queues=external,
             completed=epoch.spec.completed,
+            kept=kept,
         )
     try:
         execution.setup()
         on_idle = reader.move_head_aside if reader is not None else None
         if epoch is not None:
             epoch.tasklets = execution.tasklets
+            epoch.defer_closes(execution.tasklets)
             on_idle = _either(on_idle, epoch.on_idle)
         engine = execution.start(
             on_tick=epoch.on_tick if epoch is not None else None,
@@ -232,11 +236,14 @@ def run_stage_task(
         figures = execution.metrics()
         metrics = {v: [m.pop("received"), m.pop("emitted")] for v, m in figures.items()}
         custom = {v: m for v, m in figures.items() if m}  # what is left: processors' own counters
+        if epoch is not None:
+            epoch.adjust_custom(custom)
         output.add(member, MetricsRecord(carrier, stage_index, member, metrics, execution.status(), custom))
         if staging.files:
             output.add(member, StagedFilesRecord(carrier, member, staging.attempt, tuple(staging.files)))
         while output.records:
             yield output.records.popleft()
+        finished = True
     except GeneratorExit:  # Spark stopped reading: the task was killed or its job ended
         error = JobFailedError(f"stage {stage_index} member {member}: the task was stopped")
         raise
@@ -252,6 +259,8 @@ def run_stage_task(
         raise encode_failure(failure, None, None) from failure
     finally:
         execution.close(error)
+        if epoch is not None and execution.execution is not None:
+            epoch.finish_keeping(execution.tasklets, finished and error is None)
         if reader is not None:
             reader.close()
         if reporter is not None:

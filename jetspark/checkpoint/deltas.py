@@ -1,0 +1,60 @@
+"""Incremental snapshot files: what changed since the last committed snapshot, and how a restore
+applies them.
+
+A full file holds every entry a member's processors of one vertex saved. An incremental file
+holds only the entries of the keys that changed since the snapshot it follows (a processor names
+them with `changed_snapshot_keys`), and a deletion (empty value bytes) for each key removed. Its
+manifest entry lists its *chain*: the files it applies on, oldest first, starting with a full one
+(`SnapshotFile.chain`). A restore reads the chain's files and the incremental one and keeps, per
+key, the last entry (`merge`); deletions remove the key. Retention keeps every snapshot a
+retained one's chain names, and the integrity checks cover chain files too (`CheckpointStore`).
+
+`plan_chain` decides, per (vertex, member), whether the next file may be incremental: a full one
+every `FULL_EVERY` snapshots, or as soon as the chain's incremental bytes outgrow `MAX_DELTA_RATIO`
+of its full file, so that a restore never reads much more than the state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
+
+from jetspark.checkpoint.entries import Entry
+
+if TYPE_CHECKING:
+    from jetspark.checkpoint.store import SnapshotFile
+
+#: Value bytes of a deletion (a pickle is never empty; `engine.snapshot.DELETED`).
+DELETED = b""
+#: A full file at least every this many snapshots of a (vertex, member).
+FULL_EVERY = 10
+#: A full file when the chain's incremental files together exceed this share of its full file.
+MAX_DELTA_RATIO = 0.5
+
+
+def merge(layers: Iterable[Iterable[Entry]]) -> Iterator[Entry]:
+    """The entries of `layers` (oldest first) with, per key, only the newest; deletions drop it.
+    A key keeps the position of its first appearance, so segment order holds within a layer."""
+    merged: dict[bytes, Entry] = {}
+    for layer in layers:
+        for entry in layer:
+            if entry[2] == DELETED:
+                merged.pop(entry[1], None)
+            else:
+                merged[entry[1]] = entry
+    return iter(merged.values())
+
+
+def plan_chain(snapshot_id: int, base: SnapshotFile | None) -> tuple[tuple[int, SnapshotFile], ...] | None:
+    """The chain of the next file after `base` (the member's file of committed snapshot
+    `snapshot_id`), or None when the next file must be a full one."""
+    if base is None:
+        return None
+    chain = (*base.chain, (snapshot_id, base.without_chain()))
+    if len(chain) >= FULL_EVERY:
+        return None
+    full = chain[0][1]
+    deltas = sum(file.size for _, file in chain[1:])
+    if deltas > MAX_DELTA_RATIO * max(full.size, 1):
+        return None
+    return chain

@@ -1,0 +1,155 @@
+"""Processors that stay in the Python worker from one epoch to the next (Spark epochs only).
+
+Without this, every epoch creates each processor afresh and restores it from the committed
+snapshot, so an epoch costs time in proportion to the whole state. PySpark reuses a Python
+worker for task after task (`spark.python.worker.reuse`), and module state survives in it; so
+when a task of member `m` ends its epoch `e` successfully, the processors of its eligible vertices
+are kept here, not closed, with the name and SHA-256 of the snapshot file they wrote for `e`.
+
+The next task of the same member that lands in this worker uses them instead of restoring, but
+only if the snapshot it restores from *is* that file: same job, vertex, member, member count and
+partition count, snapshot id `e`, and the committed manifest lists that very file (name, which
+holds Spark's task attempt id, unique per application, and SHA-256). Anything else (epoch `e`
+aborted, or another worker ran `e + 1`, or the job was rescaled) is a miss: the kept processors
+are closed and the task restores from the store, as it always did. Correctness never depends on
+the cache; a miss costs what a restore always cost.
+
+A processor is kept when it is an `AbstractProcessor` that does not override `init` (its outbox
+and context can be handed over without calling `init_processor` again) on a vertex with inbound and outbound edges (sources and
+sinks hold task-bound things: staged files, result collectors, Spark input), without its own
+two-phase commit (`snapshot_commit_prepare`/`snapshot_commit_finish` not overridden), whose class
+does not set `keep_state_in_worker = False`, and when no processor of its vertex has completed.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Collection
+from typing import Any
+
+import attrs
+
+from jetspark.core.abstract_processor import AbstractProcessor
+from jetspark.core.processor import Processor
+from jetspark.planning.plan import ExecutionPlan
+
+_log = logging.getLogger("jetspark.spark.state_cache")
+
+#: Per-vertex counters a task reports (summed over the job's committed epochs).
+HITS = "state_cache_hits"
+MISSES = "state_cache_misses"
+#: Entries of a job not used for this long are closed and dropped.
+IDLE_SECONDS = 600.0
+
+
+@attrs.define
+class Kept:
+    """One member's processors of one vertex, as they were after snapshot `snapshot_id`."""
+
+    processors: list[Processor]
+    snapshot_id: int
+    #: The snapshot file they wrote (name, SHA-256), or None when they saved no entry.
+    file: tuple[str, str] | None
+    member_count: int
+    partition_count: int
+    used: float = attrs.field(factory=time.monotonic)
+
+
+Key = tuple[str, str, int]  # (job id, vertex, member)
+
+#: This worker's kept processors. A module global: it lives as long as the Python worker.
+_CACHE: dict[Key, Kept] = {}
+
+
+def eligible_vertices(
+    plan: ExecutionPlan, vertices: Collection[str], completed: Collection[tuple[str, int]]
+) -> set[str]:
+    """The vertices of a stage whose processors may be kept (by their place in the DAG)."""
+    done = {name for name, _ in completed}
+    return {v for v in vertices if plan.vertices[v].inbound and plan.vertices[v].outbound and v not in done}
+
+
+def keepable(processor: Processor) -> bool:
+    """Whether a processor can be handed a new outbox and context without `init` (see module)."""
+    kind = type(processor)
+    return (
+        isinstance(processor, AbstractProcessor)
+        and kind.init is AbstractProcessor.init
+        and getattr(kind, "keep_state_in_worker", True) is not False
+        and kind.snapshot_commit_prepare is Processor.snapshot_commit_prepare
+        and kind.snapshot_commit_finish is Processor.snapshot_commit_finish
+    )
+
+
+def take(
+    job_id: str,
+    vertex: str,
+    member: int,
+    restore_id: int,
+    committed_file: tuple[str, str] | None,
+    member_count: int,
+    partition_count: int,
+) -> list[Processor] | None:
+    """The processors kept for (job, vertex, member) if they are exactly the state of committed
+    snapshot `restore_id`, whose file for this member and vertex is `committed_file`; they leave
+    the cache (a failed task must not leave them behind). Anything kept that does not match is
+    closed and dropped."""
+    key = (job_id, vertex, member)
+    kept = _CACHE.pop(key, None)
+    if kept is None:
+        return None
+    if (
+        kept.snapshot_id == restore_id
+        and kept.file is not None
+        and kept.file == committed_file
+        and kept.member_count == member_count
+        and kept.partition_count == partition_count
+    ):
+        return kept.processors
+    close_all(kept.processors, vertex)
+    return None
+
+
+def put(job_id: str, vertex: str, member: int, kept: Kept) -> None:
+    """Keep `kept` for the next epoch (closing whatever was kept under that key before)."""
+    old = _CACHE.pop((job_id, vertex, member), None)
+    if old is not None:
+        close_all(old.processors, vertex)
+    _CACHE[(job_id, vertex, member)] = kept
+
+
+def evict_older(job_id: str, restore_id: int) -> None:
+    """Drop what can no longer match: the job's processors kept at a snapshot before
+    `restore_id` (restores only move forward), and other jobs' idle ones."""
+    now = time.monotonic()
+    for key, kept in list(_CACHE.items()):
+        stale = kept.snapshot_id < restore_id if key[0] == job_id else now - kept.used > IDLE_SECONDS
+        if stale:
+            del _CACHE[key]
+            close_all(kept.processors, key[1])
+
+
+def clear() -> None:
+    """Close and drop everything kept (tests; a worker about to go)."""
+    for key, kept in list(_CACHE.items()):
+        del _CACHE[key]
+        close_all(kept.processors, key[1])
+
+
+def size() -> int:
+    return len(_CACHE)
+
+
+def close_all(processors: list[Processor], vertex: str) -> None:
+    for processor in processors:
+        try:
+            type(processor).close(processor)
+        except Exception:
+            _log.exception("vertex %r: close() of a processor leaving the state cache failed", vertex)
+
+
+def rebind(processor: Processor, outbox: Any, context: Any) -> None:
+    """Hand a kept processor this epoch's outbox and context (no `init_processor`: it goes on)."""
+    assert isinstance(processor, AbstractProcessor)
+    processor._bind(outbox, context)

@@ -1,0 +1,153 @@
+"""`EpochTask` deciding, from a real committed manifest, whether a worker's kept processors may go
+on (`take_kept`) and whether a member's next file may be incremental (`_plan_chains`): without
+Spark, with explicit snapshot ids and files."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from jetspark import DAG, Edge, JobConfig
+from jetspark import processors as P
+from jetspark.checkpoint import CheckpointStore
+from jetspark.checkpoint.entries import Entry
+from jetspark.planning.plan import ExecutionPlan, build_plan
+from jetspark.runners.spark import state_cache
+from jetspark.runners.spark.epoch_task import EpochSpec, EpochTask
+from tests.unit.runners.test_state_cache import Counting
+
+
+@pytest.fixture(autouse=True)
+def empty_cache() -> Iterator[None]:
+    state_cache.clear()
+    yield
+    state_cache.clear()
+
+
+def plan() -> ExecutionPlan:
+    dag = DAG()
+    source = dag.new_vertex("source", P.generator_stream(count=10), 1)
+    counts = dag.new_vertex("counts", Counting, 1)
+    dag.edge(Edge.between(source, counts).partitioned(lambda x: x).distributed())
+    sink = dag.new_vertex("sink", P.noop(), 1)
+    dag.edge(Edge.between(counts, sink))
+    return build_plan(dag, JobConfig(member_count=2), 2, job_id="job-1")
+
+
+def commit(store: CheckpointStore, the_plan: ExecutionPlan, snapshot_id: int, stray: bool = False) -> str:
+    """Snapshot `snapshot_id` with one counts file per member, each holding its own partitions
+    (with `stray`, member 1's file also holds a partition member 0 owns). Returns member 0's name."""
+    index = list(the_plan.vertices).index("counts")
+    arrangement = the_plan.arrangement
+    files = []
+    for member in (0, 1):
+        mine = arrangement.member_partitions(member)
+        entries: list[Entry] = [(mine[0], b"k%d" % member, b"v")]
+        if stray and member == 1:
+            entries.append((arrangement.member_partitions(0)[1], b"stray", b"v"))
+        files.append(
+            store.write_file(
+                snapshot_id, "counts", f"v{index:04d}-m{member:05d}-a{snapshot_id}{member}", entries
+            )
+        )
+    store.commit(snapshot_id, files, arrangement.partition_count, {"member_count": 2})
+    return files[0].name
+
+
+def task(tmp_path: Path, the_plan: ExecutionPlan, restore_id: int) -> EpochTask:
+    store = CheckpointStore(str(tmp_path), "job")
+    spec = EpochSpec(str(tmp_path), "job", restore_id + 1, store.snapshot_dir(restore_id), restore_id, 0.0)
+    return EpochTask(spec, the_plan, ["counts"], 0, 99, None)
+
+
+def keep(the_plan: ExecutionPlan, store: CheckpointStore, snapshot_id: int, name: str) -> Counting:
+    manifest = store.latest()
+    assert manifest is not None
+    sha = next(f.sha256 for f in manifest.files if f.name == name)
+    kept = Counting()
+    state_cache.put(
+        the_plan.job_id,
+        "counts",
+        0,
+        state_cache.Kept([kept], snapshot_id, (name, sha), 2, the_plan.arrangement.partition_count),
+    )
+    return kept
+
+
+def test_kept_processors_go_on_when_the_committed_manifest_lists_their_file(tmp_path: Path) -> None:
+    the_plan = plan()
+    store = CheckpointStore(str(tmp_path), "job")
+    kept = keep(the_plan, store, 5, commit(store, the_plan, 5))
+    epoch = task(tmp_path, the_plan, 5)
+    assert epoch.take_kept() == {"counts": [kept]}
+    figures: dict[str, dict[str, int]] = {}
+    epoch.adjust_custom(figures)
+    assert figures == {"counts": {state_cache.HITS: 1}}
+    assert epoch.restore_data() == {}, "nothing of the kept vertex is read from the store"
+
+
+def test_a_worker_that_ran_e_missed_e_plus_1_and_gets_e_plus_2_restores_from_the_store(
+    tmp_path: Path,
+) -> None:
+    the_plan = plan()
+    store = CheckpointStore(str(tmp_path), "job")
+    kept = keep(the_plan, store, 5, commit(store, the_plan, 5))  # this worker ran epoch 5
+    commit(store, the_plan, 6)  # epoch 6 ran on another worker
+    epoch = task(tmp_path, the_plan, 6)  # epoch 7 lands here again
+    assert epoch.take_kept() == {}
+    assert kept.closed == 1
+    figures: dict[str, dict[str, int]] = {}
+    epoch.adjust_custom(figures)
+    assert figures == {"counts": {state_cache.MISSES: 1}}
+    restored = epoch.restore_data()
+    assert restored is not None and [e.key for e in restored["counts"]] == [b"k0"]
+
+
+def test_another_members_entries_in_my_partitions_make_it_a_miss_and_the_file_full(tmp_path: Path) -> None:
+    """A restore would hand member 0 an entry member 1 saved: keeping member 0's processors (or
+    extending member 0's chain) would lose it."""
+    the_plan = plan()
+    store = CheckpointStore(str(tmp_path), "job")
+    keep(the_plan, store, 5, commit(store, the_plan, 5, stray=True))
+    epoch = task(tmp_path, the_plan, 5)
+    assert epoch.take_kept() == {}
+    assert epoch._plan_chains() == {}
+    clean = task(tmp_path / "clean", the_plan, 5)
+    clean_store = CheckpointStore(str(tmp_path / "clean"), "job")
+    commit(clean_store, the_plan, 5)
+    chains = clean._plan_chains()
+    assert list(chains) == ["counts"] and [i for i, _ in chains["counts"]] == [5]
+
+
+class Dropping(Counting):
+    """Counts what it dropped since it was made (a processor's own counter)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dropped = 0
+
+    def custom_metrics(self) -> dict[str, int]:
+        return {"dropped": self.dropped}
+
+
+def test_a_kept_processors_own_counters_are_reported_once(tmp_path: Path) -> None:
+    """The driver adds each epoch's counters: a kept processor's count from earlier epochs is
+    taken off, or it would be added again every epoch it goes on."""
+    the_plan = plan()
+    store = CheckpointStore(str(tmp_path), "job")
+    name = commit(store, the_plan, 5)
+    manifest = store.latest()
+    assert manifest is not None
+    sha = next(f.sha256 for f in manifest.files if f.name == name)
+    kept = Dropping()
+    kept.dropped = 7  # reported in epochs up to 5
+    partitions = the_plan.arrangement.partition_count
+    state_cache.put(the_plan.job_id, "counts", 0, state_cache.Kept([kept], 5, (name, sha), 2, partitions))
+    epoch = task(tmp_path, the_plan, 5)
+    assert epoch.take_kept() == {"counts": [kept]}
+    kept.dropped += 2  # this epoch
+    figures = {"counts": dict(kept.custom_metrics())}
+    epoch.adjust_custom(figures)
+    assert figures == {"counts": {"dropped": 2, state_cache.HITS: 1}}
