@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -218,3 +219,53 @@ def test_a_driver_dying_between_commit_and_publish_leaves_the_epoch_to_the_next_
     job = runner.submit(squares_dag(gate, table), config(tmp_path / "ck", "sq")).join(180)
     assert job.status is JobStatus.COMPLETED
     assert_each_square_once(spark, table)
+
+
+SLOW_ROWS = 12_000
+
+
+def slow_pass(armed: Path, fired: Path) -> Any:
+    """Passes each customer row after 2 ms, so the side input cannot be read to its end before
+    about (SLOW_ROWS / 2 processors - 2 x 1024 queued) x 2 ms, well past a 200 ms epoch; once
+    `armed` exists, fails once on the next row."""
+
+    def step(row: Any) -> Any:
+        time.sleep(0.002)
+        if armed.exists() and not fired.exists():
+            fired.touch()
+            raise RuntimeError(f"injected at customer {row.id}")
+        return (row.id, row.name)
+
+    return step
+
+
+def test_a_side_input_restored_mid_read_emits_each_row_once(spark: Any, tmp_path: Path) -> None:
+    """The DataFrame feeds no priority edge, so the first epoch commits while its copy is half
+    read; then an epoch fails, and the restore goes on from the committed row offsets: the
+    committed epochs emitted every row once, and the table holds each row once. (Behind a
+    priority edge, a hash join's build side, the first epoch lasts until the side input is read
+    to its end: the join takes no snapshot before its build edge is done.)"""
+    from jetspark.checkpoint import CheckpointStore
+
+    rows = [(f"c{i}", f"name{i}") for i in range(SLOW_ROWS)]
+    customers = spark.createDataFrame(rows, "id string, name string").repartition(2)
+    armed, fired = tmp_path / "armed", tmp_path / "fired"
+    table = str(tmp_path / "table")
+    dag = DAG()
+    names = dag.new_vertex("customers", from_dataframe(customers))
+    slow = dag.new_vertex("slow", P.map(slow_pass(armed, fired)))
+    sink = dag.new_vertex("table", write_epochs(table, schema="id string, name string"))
+    dag.edge(Edge.between(names, slow)).edge(Edge.between(slow, sink).distributed())
+    job = SparkRunner(spark, restart_backoff=0.05).submit(dag, config(tmp_path / "ck", "slow"))
+    wait_until(lambda: job.epochs_committed >= 1 or job.status is not JobStatus.RUNNING, timeout=180)
+    manifest = CheckpointStore(str(tmp_path / "ck"), "slow").latest()
+    assert manifest is not None
+    assert not any(v == "customers" for v, _ in manifest.extra["completed"]), (
+        "the side input was read at once"
+    )
+    armed.touch()
+    job.join(400)
+    assert fired.exists(), "the failure was never injected"
+    assert job.epochs_aborted >= 1
+    assert job.metrics()["customers"]["emitted"] == SLOW_ROWS, "the side input replayed rows"
+    assert sorted(tuple(r) for r in spark.read.parquet(table).collect()) == sorted(rows)
