@@ -30,13 +30,13 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import attrs
 import fsspec
 
+from jetspark.checkpoint import atomic
 from jetspark.checkpoint.store import check_name
 
 #: Samza's default: a written startpoint older than this is ignored.
@@ -315,11 +315,9 @@ class StartpointStore:
     # ---- files ---------------------------------------------------------------------------------
 
     def _put(self, path: str, data: Any) -> None:
-        """Write atomically: a temporary file renamed over `path`."""
+        """Write atomically and durably (`atomic.replace`)."""
         self.fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
-        temporary = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
-        self.fs.pipe_file(temporary, json.dumps(data, sort_keys=True).encode())
-        self.fs.mv(temporary, path)
+        atomic.replace(self.fs, path, json.dumps(data, sort_keys=True).encode())
 
     def _get(self, path: str) -> Any:
         try:

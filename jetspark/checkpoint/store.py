@@ -29,6 +29,7 @@ from typing import Any
 import attrs
 import fsspec
 
+from jetspark.checkpoint import atomic
 from jetspark.checkpoint.deltas import merge
 from jetspark.checkpoint.entries import (
     CorruptSnapshotError,
@@ -168,7 +169,7 @@ class CheckpointStore:
         name = check_name("snapshot file", f"{writer}.snap")
         directory = self.snapshot_dir(snapshot_id)
         self.fs.makedirs(directory, exist_ok=True)
-        self.fs.pipe_file(f"{directory}/{name}", encoded.data)
+        atomic.write_file(self.fs, f"{directory}/{name}", encoded.data)
         return SnapshotFile(
             name, vertex, len(encoded.data), encoded.sha256, encoded.entry_count, encoded.segments, chain
         )
@@ -189,6 +190,7 @@ class CheckpointStore:
         manifest = self.write_manifest(
             self.snapshot_dir(snapshot_id), snapshot_id, files, partition_count, extra
         )
+        atomic.sync_directory(self.fs, f"{self.job_dir}/snapshots")  # the new snapshot's directory
         self._replace(
             f"{self.job_dir}/LATEST", json.dumps({"snapshot_id": snapshot_id, "manifest": manifest.checksum})
         )
@@ -252,7 +254,7 @@ class CheckpointStore:
         for file in manifest.files:
             if file.chain:  # an export stands alone: an incremental file is written whole
                 encoded = encode(self._read_file(manifest.directory, file, None))
-                self.fs.pipe_file(f"{staging}/{file.name}", encoded.data)
+                atomic.write_file(self.fs, f"{staging}/{file.name}", encoded.data)
                 file = SnapshotFile(
                     file.name,
                     file.vertex,
@@ -458,10 +460,8 @@ class CheckpointStore:
         )
 
     def _replace(self, path: str, text: str) -> None:
-        """Write `path` atomically: a temporary file renamed over it."""
-        temporary = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
-        self.fs.pipe_file(temporary, text.encode())
-        self.fs.mv(temporary, path)
+        """Write `path` atomically and durably (`atomic.replace`)."""
+        atomic.replace(self.fs, path, text.encode())
 
     def _read_latest(self) -> dict[str, Any] | None:
         path = f"{self.job_dir}/LATEST"
