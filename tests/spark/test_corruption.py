@@ -26,10 +26,14 @@ pytestmark = pytest.mark.spark
 
 
 def flip_a_bit(root: Path, name: str) -> Path:
-    """Flip one bit in the largest file of the committed snapshot: its size stays the same."""
+    """Flip one bit in the largest source file of the committed snapshot: its size stays the same.
+    A source's processors are never kept in a worker between epochs (`state_cache`), so a task
+    always restores them from the file: whichever worker runs it, it reads the damage."""
     manifest = CheckpointStore(str(root), name, tidy=False).latest()
     assert manifest is not None
-    victim = max((Path(manifest.directory) / f.name for f in manifest.files), key=lambda p: p.stat().st_size)
+    sources = [Path(manifest.directory) / f.name for f in manifest.files if f.vertex == "source"]
+    assert sources, "the source saved no entry"
+    victim = max(sources, key=lambda p: p.stat().st_size)
     data = bytearray(victim.read_bytes())
     data[len(data) - 2] ^= 0x10
     victim.write_bytes(bytes(data))
