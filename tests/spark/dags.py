@@ -10,15 +10,17 @@ from __future__ import annotations
 import os
 import time
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.context import ProcessorContext
 from jetspark.core.dag import DAG
 from jetspark.core.edge import Edge
+from jetspark.core.suppliers import MemberSuppliers, ProcessorMetaSupplier, ProcessorSupplier
 from jetspark.core.traverser import Traverser, traverse_iterable
-from jetspark.core.watermark import Watermark
-from jetspark.processors import collect
+from jetspark.core.watermark import BroadcastKey, Watermark
+from jetspark.processors import collect, map
 
 
 class Numbers(AbstractProcessor):
@@ -246,4 +248,66 @@ def diamond(count: int = 500) -> DAG:
     dag.edge(Edge.from_(a, 1).to(c).partitioned(key_of).distributed())
     dag.edge(Edge.from_(c).to(b, 1).fanout().distributed())
     dag.edge(Edge.between(b, sink))
+    return dag
+
+
+class GatedCounter(AbstractProcessor):
+    """Emits 0, 1, 2, ... below `gate`'s limit (`tests.gates`) and never completes. It saves its
+    position under a broadcast key, as `postgres_cdc` does: it runs as the only processor of its
+    vertex (`FirstMemberOnly`), whatever partitions member 0 owns."""
+
+    def __init__(self, gate: Any) -> None:
+        self.gate = gate
+        self.next = 0
+        self.limit: int | None = 0
+        self.read_at = float("-inf")
+
+    def complete(self) -> bool:
+        if self.limit is not None and self.next >= self.limit:
+            now = time.monotonic()
+            if now - self.read_at < 0.002:
+                return False
+            self.read_at = now
+            self.limit = self.gate.limit()
+            if self.limit is not None and self.next >= self.limit:
+                return False
+        if self.try_emit(self.next):
+            self.next += 1
+        return False
+
+    def save_to_snapshot(self) -> bool:
+        return self.try_emit_to_snapshot(BroadcastKey("gated-counter"), self.next)
+
+    def restore_from_snapshot_entry(self, key: Any, value: Any) -> None:
+        self.next = value
+
+
+class FirstMemberOnly(ProcessorMetaSupplier):
+    """One processor, on the first member only (like `postgres_cdc`, whose slot has one reader):
+    the other members run no processor of the vertex."""
+
+    def __init__(self, supplier: ProcessorSupplier) -> None:
+        self.supplier = supplier
+
+    def preferred_local_parallelism(self) -> int:
+        return 1
+
+    def get(self, member_indexes: Sequence[int]) -> MemberSuppliers:
+        first = min(member_indexes)
+        return {index: self.supplier if index == first else None for index in member_indexes}
+
+
+def plus_one(x: int) -> int:
+    return x + 1
+
+
+def one_reader(gate: Any) -> DAG:
+    """counter (one processor, on member 0) -> step (local edge) -> sink (distributed): on the other
+    members `step` has no producer, so its processors there complete in the first epoch."""
+    dag = DAG()
+    reader = dag.new_vertex("source", FirstMemberOnly(ProcessorSupplier.of(lambda: GatedCounter(gate))))
+    step = dag.new_vertex("step", map(plus_one))
+    sink = dag.new_vertex("sink", collect())
+    dag.edge(Edge.between(reader, step))
+    dag.edge(Edge.between(step, sink).distributed())
     return dag

@@ -283,3 +283,32 @@ def test_a_suspended_job_submitted_again_on_three_members_resumes_exactly(spark:
     again.join(180)
     assert again.member_count == 3 and again.job_id == job.job_id
     assert sorted(read_lines(out)) == expected_rows(9000)
+
+
+@pytest.mark.timeout(400)
+def test_a_job_whose_source_runs_on_one_member_suspends_and_cancels_between_epochs(
+    spark: Any, tmp_path: Path
+) -> None:
+    """The source has one processor, on member 0 (as `postgres_cdc`): member 1's `step` processors
+    have no producer and complete in the first epoch. The commit-only pass that suspend() and
+    cancel() run after a committed epoch must still end."""
+    import attrs
+
+    from tests.spark.dags import one_reader
+
+    gate = Gate(tmp_path / "gate", hold_at=500)
+    config = attrs.evolve(epochs(tmp_path / "ck", name="one-reader", interval=150), member_count=2)
+    job = SparkRunner(spark).submit(one_reader(gate), config)
+    store = CheckpointStore(str(tmp_path / "ck"), "one-reader", tidy=False)
+    wait_until(lambda: store.latest_id() is not None or job.status is not JobStatus.RUNNING, timeout=120)
+    job.suspend(timeout=90)  # raises if the commit-only pass does not end
+    assert job.status is JobStatus.SUSPENDED
+    suspended_at = store.latest_id()
+    assert suspended_at is not None
+    assert sorted(job.result("sink")) == list(range(1, 501))
+    job.resume()
+    wait_until(
+        lambda: (store.latest_id() or 0) > suspended_at or job.status is not JobStatus.RUNNING, timeout=120
+    )
+    job.cancel(timeout=90)  # raises "did not cancel" if the commit-only pass does not end
+    assert job.status is JobStatus.CANCELLED

@@ -178,7 +178,13 @@ def run_stage_task(
         startpoints = runtime(plan.config, epoch.spec.store_job, epoch.spec.restore_id)
         if startpoints is not None:
             attributes[STARTPOINTS_ATTRIBUTE] = startpoints
-        processor_count = sum(plan.vertices[v].local_parallelism for v in stage.vertices)
+        # only processors this member has: a vertex whose meta supplier gives it none (a source
+        # with one reader) must not count, or a terminal snapshot waits for it forever
+        processor_count = sum(
+            plan.vertices[v].local_parallelism
+            for v in stage.vertices
+            if plan.vertices[v].suppliers.get(member) is not None
+        )
         from jetspark.checkpoint.entries import CorruptSnapshotError  # epochs only: batch needs no fsspec
 
         try:
