@@ -1,6 +1,8 @@
-"""Shared Hypothesis settings profiles; `ci` is selected when the CI environment variable is set."""
+"""Shared Hypothesis settings profiles (`ci` is selected when the CI environment variable is set),
+the PostgreSQL server, and SIGINT for the processes the tests interrupt."""
 
 import os
+import signal
 from collections.abc import Iterator
 
 import pytest
@@ -17,6 +19,15 @@ settings.register_profile(
 # derandomized for mutation testing (tools/mutation.py): a mutant is killed, or not, on every run
 settings.register_profile("mutation", deadline=None, derandomize=True)
 settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A test run started in the background by a non-interactive shell (`bash .ci/run &`, nohup)
+    inherits SIGINT ignored, and Python keeps an inherited SIG_IGN, so would every `jetspark` a
+    test starts and then interrupts (a Ctrl-C test would see its job run to the end instead). With
+    a handler here, the children start with SIGINT at its default, as from a terminal."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
