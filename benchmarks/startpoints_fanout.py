@@ -13,7 +13,7 @@ import time
 from jetspark import DAG, Edge, JobConfig, ProcessingGuarantee
 from jetspark import processors as P
 from jetspark.checkpoint.startpoints import SourcePartition, Specific, StartpointStore
-from jetspark.planning.plan import build_plan
+from jetspark.planning.pipeline import build_plan
 from jetspark.runners import startpoints
 
 

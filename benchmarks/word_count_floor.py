@@ -28,7 +28,7 @@ from collections.abc import Callable
 from user_processors import CountWords
 
 from jetspark.core import DAG, JobConfig
-from jetspark.planning.plan import build_plan
+from jetspark.planning.pipeline import build_plan
 
 
 def corpus(lines: int, seed: int = 11) -> list[str]:

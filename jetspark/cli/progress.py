@@ -29,6 +29,8 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
+from jetspark.runners.job import JobHandle
+
 #: Seconds between two redraws.
 REFRESH = 0.5
 #: Seconds without any change in the job's figures after which the display says so.
@@ -40,7 +42,9 @@ _ENDED = ("completed", "failed", "cancelled", "suspended")
 class JobProgress:
     """The figures of one job at each reading, and the table that shows them."""
 
-    def __init__(self, job: Any, clock: Callable[[], float] = time.monotonic, stall: float = STALL) -> None:
+    def __init__(
+        self, job: JobHandle, clock: Callable[[], float] = time.monotonic, stall: float = STALL
+    ) -> None:
         self.job = job
         self._clock = clock
         self._started = clock()
@@ -68,10 +72,11 @@ class JobProgress:
         return metrics
 
     def _note_progress(self, now: float, metrics: dict[str, dict[str, int]]) -> None:
+        epochs = self.job.epoch_stats()
         seen = (
             sorted((v, f.get("received", 0), f.get("emitted", 0)) for v, f in metrics.items()),
-            getattr(self.job, "epochs_committed", None),
-            getattr(self.job, "running_epoch", None),
+            epochs.committed if epochs is not None else None,
+            epochs.running if epochs is not None else None,
             [(s["stage_id"], s["completed"]) for s in _spark_stages(self.job)],
         )
         if self._seen is None or self._seen[0] != seen:
@@ -165,39 +170,29 @@ class JobProgress:
         return Group(*parts)
 
 
-def _status(job: Any) -> str:
-    return str(getattr(job.status, "value", job.status))
+def _status(job: JobHandle) -> str:
+    return job.status.value
 
 
-def _epoch_line(job: Any, now: float) -> Text | None:
+def _epoch_line(job: JobHandle, now: float) -> Text | None:
     """A job in epochs: the running epoch and its time so far, the last committed one's duration,
     and how many were committed and aborted. None for other jobs."""
-    if not hasattr(job, "epochs_committed"):
+    stats = job.epoch_stats()
+    if stats is None:
         return None
     parts = []
-    running = getattr(job, "running_epoch", None)
-    if running is not None and _status(job) == "running":
-        parts.append(f"epoch {running[0]} running {now - running[1]:.1f} s")
-    last = getattr(job, "last_committed_epoch", None)
-    if last is not None:
-        parts.append(f"epoch {last[0]} committed in {last[1]:.1f} s")
-    parts.append(f"{job.epochs_committed} committed, {getattr(job, 'epochs_aborted', 0)} aborted")
-    figures = _last_committed(job)
+    if stats.running is not None and _status(job) == "running":
+        parts.append(f"epoch {stats.running[0]} running {now - stats.running[1]:.1f} s")
+    if stats.last_committed is not None:
+        parts.append(f"epoch {stats.last_committed[0]} committed in {stats.last_committed[1]:.1f} s")
+    parts.append(f"{stats.committed} committed, {stats.aborted} aborted")
+    figures = next((e for e in stats.epochs if e["outcome"] == "committed"), None)
     if figures is not None:
         parts.append(
             f"epoch {figures['epoch']}: {figures['items_in'] or 0:,} items in, {figures['items_out'] or 0:,} out, "
             f"state {_size(figures['state_bytes'] or 0)} in {figures['state_entries'] or 0:,} entries"
         )
     return Text("  ".join(parts))
-
-
-def _last_committed(job: Any) -> dict[str, Any] | None:
-    """The last committed epoch's figures (`JobHandle.epoch_stats().epochs`), for a job in epochs."""
-    stats = job.epoch_stats()
-    if stats is None:
-        return None
-    found: dict[str, Any] | None = next((e for e in stats.epochs if e["outcome"] == "committed"), None)
-    return found
 
 
 def _size(count: int) -> str:
@@ -209,16 +204,15 @@ def _size(count: int) -> str:
     return f"{count:,.1f} GB"
 
 
-def _counts(job: Any) -> dict[str, dict[str, int]]:
+def _counts(job: JobHandle) -> dict[str, dict[str, int]]:
     """The job's per-vertex figures now (`JobHandle.current_metrics`): `metrics()`; on a Spark
     batch job before it ends, the counts its tasks report; on a job in epochs, its committed
     epochs' counts plus the running epoch's."""
-    found: dict[str, dict[str, int]] = job.current_metrics()
-    return found
+    return job.current_metrics()
 
 
 def _rates(
-    job: Any, vertex: str, figures: dict[str, int], before: dict[str, int], seconds: float
+    job: JobHandle, vertex: str, figures: dict[str, int], before: dict[str, int], seconds: float
 ) -> tuple[float, float, float]:
     """Items in and out per second and the share of time back-pressured over `seconds`, since
     the figures `before` (empty: since the start)."""
@@ -230,17 +224,17 @@ def _rates(
     return grown("received"), grown("emitted"), min(share, 1.0)
 
 
-def _processors(job: Any, vertex: str) -> int:
+def _processors(job: JobHandle, vertex: str) -> int:
     """Processors the job's plan deploys for `vertex` (1 where it has no plan)."""
-    plan = getattr(job, "plan", None)
+    plan = job.plan
     planned = plan.vertices.get(vertex) if plan is not None else None
     return max(len(planned.processor_ids()), 1) if planned is not None else 1
 
 
-def _source_totals(job: Any) -> dict[str, int]:
+def _source_totals(job: JobHandle) -> dict[str, int]:
     """vertex -> items it emits in all, for the sources whose supplier knows (`items_total`)."""
     totals = {}
-    for vertex in getattr(job, "dag", None) or []:
+    for vertex in job.dag or []:
         supplier = getattr(vertex.meta_supplier, "supplier", None)
         total = getattr(supplier, "items_total", None)
         if isinstance(total, int) and total > 0:
@@ -254,27 +248,22 @@ def _short(stage_name: str, job_name: str) -> str:
     return stage_name[len(prefix) :] if stage_name.startswith(prefix) else stage_name
 
 
-def _vertex_names(job: Any) -> list[str]:
-    dag = getattr(job, "dag", None)
-    if dag is None:
+def _vertex_names(job: JobHandle) -> list[str]:
+    if job.dag is None:
         return sorted(job.metrics())
-    return [vertex.name for vertex in dag]
+    return [vertex.name for vertex in job.dag]
 
 
-def _spark_stages(job: Any) -> list[dict[str, Any]]:
-    stages = getattr(job, "spark_stages", None)
-    if stages is None:
-        return []
+def _spark_stages(job: JobHandle) -> list[dict[str, Any]]:
     try:
-        found: list[dict[str, Any]] = stages()
+        return job.spark_stages()
     except Exception:  # the session is going away: no stage figures, no failure
         return []
-    return found
 
 
 @contextlib.contextmanager
 def progress_display(
-    job: Any, force_terminal: bool = False, file: IO[str] | None = None, refresh: float = REFRESH
+    job: JobHandle, force_terminal: bool = False, file: IO[str] | None = None, refresh: float = REFRESH
 ) -> Iterator[JobProgress | None]:
     """Show the job's progress while the block runs (on `file`, default standard error), and its
     final figures after; nothing at all when the output is not a terminal and not forced."""

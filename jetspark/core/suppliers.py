@@ -9,6 +9,7 @@ Both travel to executors with cloudpickle, so they must be picklable.
 from __future__ import annotations
 
 import abc
+import enum
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeAlias
 
@@ -65,8 +66,34 @@ MemberSuppliers: TypeAlias = (
 )
 
 
+class VertexCapability(enum.Enum):
+    """What a vertex does that its runner must arrange beyond running its processors.
+
+    A meta supplier declares its vertex's capabilities (`ProcessorMetaSupplier.capabilities`);
+    the planner reads them once into the plan (`VertexPlan.capabilities`), and runners ask the
+    plan, not the type of the meta supplier.
+    """
+
+    #: A source over the partitions of a Spark RDD, read in place by the Spark runner (`from_rdd`).
+    READS_RDD = "reads an RDD"
+    #: A source over a Spark DataFrame (`from_dataframe`): under a processing guarantee it is read
+    #: once into a copy (a side input) before the job starts.
+    READS_DATAFRAME = "reads a DataFrame"
+    #: A sink whose files the runner stages per attempt and publishes when the job succeeds (`files`).
+    WRITES_FILES = "writes files"
+    #: A sink whose items the Spark runner writes as a DataFrame when the job completes.
+    WRITES_DATAFRAME = "writes a DataFrame"
+    #: A sink whose items the epoch loop writes as one table directory per committed epoch.
+    WRITES_EPOCH_TABLES = "writes epoch tables"
+
+
 class ProcessorMetaSupplier(abc.ABC):
     """Decides, on the coordinator, which supplier each member gets."""
+
+    def capabilities(self) -> frozenset[VertexCapability]:
+        """What the runner must do for this vertex besides running its processors (none by
+        default); read once, when the job is planned."""
+        return frozenset()
 
     def preferred_local_parallelism(self) -> int:
         """Local parallelism this vertex wants, or -1 to accept the vertex's or job's default."""

@@ -13,10 +13,10 @@ from jetspark.core.config import JobConfig
 from jetspark.core.dag import DAG
 from jetspark.core.partitioner import DEFAULT_PARTITION_COUNT
 from jetspark.planning.defs import EdgeDef
-from jetspark.planning.fusion import fuse_stateless_steps
-from jetspark.planning.plan import ExecutionPlan, build_plan
+from jetspark.planning.pipeline import plan_execution, prepare
+from jetspark.planning.plan import ExecutionPlan
 from jetspark.planning.pruning import describe
-from jetspark.planning.stages import StagePlan, build_stages
+from jetspark.planning.stages import StagePlan
 
 
 def explain(
@@ -27,10 +27,10 @@ def explain(
 ) -> str:
     """Plan `dag` (validated, fused, pruned, cut into stages) and describe the plan."""
     config = config or JobConfig()
-    dag.validate()
-    fused = fuse_stateless_steps(dag, config)
-    plan = build_plan(fused, config, config.member_count or member_count, partition_count=partition_count)
-    return explain_plan(plan, build_stages(fused))
+    plan = plan_execution(
+        prepare(dag, config), config.member_count or member_count, partition_count=partition_count
+    )
+    return explain_plan(plan, plan.stages)
 
 
 def _members(members: list[int] | tuple[int, ...], of: int) -> str:

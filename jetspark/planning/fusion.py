@@ -31,7 +31,7 @@ from jetspark.core.suppliers import (
     ProcessorSupplier,
     same_supplier_everywhere,
 )
-from jetspark.planning.plan import resolve_local_parallelism
+from jetspark.planning.parallelism import resolve_local_parallelism
 
 _log = logging.getLogger("jetspark.planning")
 

@@ -1,63 +1,73 @@
-"""The execution plan: resolved parallelism, member suppliers, and edge routing targets.
+"""The execution plan: frozen records of what every member runs, and the queries on them.
 
-Built once per execution on the coordinator. `consumers_of` tells, for one producer processor and
-one edge, which consumer processors it sends to and how partitions map onto them; runners turn
-that into queues (in process) or shuffle targets (Spark).
+Made once per execution by the planning pipeline (`planning.pipeline`, driver only) and never
+changed after: every record is a frozen attrs class whose collections are tuples and `FrozenMap`s,
+so a plan is shared, pickled and shipped to Spark executors as it is. This module is what
+executors import: the records, `consumers_of` (which consumer processors a producer sends to on
+an edge, and how partitions map onto them; runners turn that into queues in process or shuffle
+targets on Spark) and `create_processors`. Validation, fusion, meta suppliers and pruning stay on
+the driver, in `planning.pipeline`.
 """
 
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Sequence
 from typing import Any
 
 import attrs
 
 from jetspark.core.config import JobConfig
-from jetspark.core.context import MetaSupplierContext, ProcessorContext, SupplierContext
-from jetspark.core.dag import DAG, Vertex
+from jetspark.core.context import ProcessorContext, SupplierContext
 from jetspark.core.edge import Edge, RoutingPolicy
 from jetspark.core.errors import DagValidationError
-from jetspark.core.partitioner import DEFAULT_PARTITION_COUNT
 from jetspark.core.processor import Processor
-from jetspark.core.suppliers import ProcessorSupplier, resolve_member_supplier
+from jetspark.core.suppliers import ProcessorSupplier, VertexCapability
 from jetspark.planning.defs import EdgeDef
+from jetspark.planning.frozen import FrozenMap
 from jetspark.planning.partitions import PartitionArrangement
-from jetspark.planning.pruning import PruningReport, prune, pruning_disabled
+from jetspark.planning.pruning import PruningReport
+from jetspark.planning.stages import StagePlan
 
 ProcessorId = tuple[int, int]  # (member index, local index)
+_log = logging.getLogger("jetspark.job")
 
 
-@attrs.define
+@attrs.frozen(eq=False)
 class VertexPlan:
     """One planned vertex: no meta supplier (that stays in the coordinator's DAG), so it pickles."""
 
     name: str
     local_parallelism: int
-    #: member index -> supplier, None where the member runs no processor of this vertex.
-    suppliers: dict[int, ProcessorSupplier | None]
-    inbound: list[EdgeDef]
-    outbound: list[EdgeDef]
+    #: Member index -> supplier, None where the member runs no processor of this vertex.
+    suppliers: tuple[ProcessorSupplier | None, ...]
+    inbound: tuple[EdgeDef, ...]
+    outbound: tuple[EdgeDef, ...]
+    #: What the runner must arrange for this vertex (its meta supplier's, read once at planning).
+    capabilities: frozenset[VertexCapability] = frozenset()
 
     def members(self) -> list[int]:
-        return [m for m, s in self.suppliers.items() if s is not None]
+        return [m for m, s in enumerate(self.suppliers) if s is not None]
+
+    def supplier(self, member: int) -> ProcessorSupplier | None:
+        """The member's supplier, None where it runs no processor of this vertex."""
+        return self.suppliers[member] if 0 <= member < len(self.suppliers) else None
 
     def processor_ids(self) -> list[ProcessorId]:
         return [(m, i) for m in self.members() for i in range(self.local_parallelism)]
 
 
-@attrs.define
+@attrs.frozen
 class EdgeTargets:
     """Where one producer sends on one edge: `consumers`, and for partitioned edges
     `partition_to_consumer[p]` = index in `consumers` of the owner of partition p."""
 
-    consumers: list[ProcessorId]
-    partition_to_consumer: list[int] | None = None
-    consumers_by_member: list[list[int]] | None = None
+    consumers: tuple[ProcessorId, ...]
+    partition_to_consumer: tuple[int, ...] | None = None
+    consumers_by_member: tuple[tuple[int, ...], ...] | None = None
 
 
-@attrs.define
+@attrs.frozen(eq=False)
 class ExecutionPlan:
     """Everything a member needs to run its share of a job; picklable, without the DAG."""
 
@@ -68,31 +78,24 @@ class ExecutionPlan:
     execution_id: str
     member_count: int
     arrangement: PartitionArrangement
-    vertices: dict[str, VertexPlan]
-    logger: logging.Logger
+    #: In topological order.
+    vertices: FrozenMap[str, VertexPlan]
+    #: The DAG cut into stages (`planning.stages`); edges named by `EdgeDef.index`.
+    stages: StagePlan
     #: What pruning left out (`planning.pruning`); its `disabled` is set when pruning is off.
     pruning: PruningReport = attrs.field(factory=lambda: PruningReport(0))
-    #: (source vertex, source ordinal, producer) -> its consumers; keyed by names, so it survives pickling.
-    _consumer_cache: dict[tuple[str, int, ProcessorId], set[ProcessorId]] = attrs.field(
-        factory=dict, init=False
+    #: (source vertex, source ordinal, producer) -> its consumers: a memo of `consumers_of`, not
+    #: state of the plan; keyed by names, so it survives pickling.
+    _consumer_cache: dict[tuple[str, int, ProcessorId], frozenset[ProcessorId]] = attrs.field(
+        factory=dict, init=False, repr=False
     )
 
     def vertex_plan(self, name: str) -> VertexPlan:
         return self.vertices[name]
 
-    # ---- what pruning asks (planning.pruning.PlanView) ---------------------------------------
-
-    def vertex_members(self, vertex: str) -> list[int]:
-        return self.vertices[vertex].members()
-
-    def vertex_inbound(self, vertex: str) -> list[EdgeDef]:
-        return self.vertices[vertex].inbound
-
-    def vertex_local_parallelism(self, vertex: str) -> int:
-        return self.vertices[vertex].local_parallelism
-
-    def drop_member(self, vertex: str, member: int) -> None:
-        self.vertices[vertex].suppliers[member] = None
+    def with_capability(self, capability: VertexCapability) -> list[str]:
+        """The vertices (in topological order) that have `capability`."""
+        return [name for name, vp in self.vertices.items() if capability in vp.capabilities]
 
     def owner_member(self, partition: int) -> int:
         return self.arrangement.owner_member(partition)
@@ -100,9 +103,7 @@ class ExecutionPlan:
     def constant_key_partition(self, edge: EdgeDef) -> int | None:
         """The partition of a constant-key edge's key when pruning narrows that edge to the
         key's owner, else None."""
-        if not edge.has_constant_key or self.pruning.disabled is not None:
-            return None
-        return edge.partitioner(edge.constant_key, self.arrangement.partition_count)
+        return constant_key_partition(edge, self.arrangement, self.pruning.disabled)
 
     def stage_members(self, vertices: Sequence[str]) -> tuple[int, ...]:
         """Members that run a processor of one of `vertices`, at least one (a stage's task count)."""
@@ -133,37 +134,12 @@ class ExecutionPlan:
         return SupplierContext(**self._supplier_context_fields(self.vertices[vertex], member))
 
     def _supplier_context_fields(self, vp: VertexPlan, member: int) -> dict[str, Any]:
-        fields = _meta_fields(self, vp.name, vp.local_parallelism)
+        fields = meta_fields(
+            self.job_id, self.execution_id, self.config, self.arrangement, vp.name, vp.local_parallelism
+        )
         fields["member_index"] = member
         fields["member_partitions"] = self.arrangement.member_partitions(member)
         return fields
-
-    def create_processors(self, vertex: str, member: int) -> list[Processor]:
-        """Init the member's supplier and make its processors (empty if the member has none)."""
-        vp = self.vertices[vertex]
-        supplier = vp.suppliers.get(member)
-        if supplier is None:
-            return []
-        supplier.init(self.supplier_context(vertex, member))
-        processors = list(supplier.get(vp.local_parallelism))
-        problem = None
-        if len(processors) != vp.local_parallelism:
-            problem = (
-                f"returned {len(processors)} processors on member {member}, expected {vp.local_parallelism}"
-            )
-        else:
-            wrong = [type(p).__name__ for p in processors if not isinstance(p, Processor)]
-            if wrong:
-                problem = f"returned {wrong[0]}, not a Processor"
-        if problem is not None:
-            for processor in processors:  # the seed: every processor made is closed, init or not
-                if isinstance(processor, Processor):
-                    try:
-                        processor.close()
-                    except Exception:
-                        self.logger.exception("vertex %r: close() failed; the error is ignored", vertex)
-            raise DagValidationError(f"vertex {vertex!r}: supplier {problem}")
-        return processors
 
     def consumers_of(self, edge: EdgeDef, producer: ProcessorId) -> EdgeTargets:
         """The consumer processors `producer` sends to on `edge`."""
@@ -183,7 +159,6 @@ class ExecutionPlan:
                 f"to: vertex {down.name!r} has no processors {'at all' if edge.is_distributed else f'on member {member}'} "
                 "(its meta supplier returned None); items would be lost"
             )
-        targets = EdgeTargets(consumers=reachable)
         constant = self.constant_key_partition(edge)
         if constant is not None:  # pruning: only the key's owner consumes
             owner = (
@@ -201,7 +176,7 @@ class ExecutionPlan:
                     f"member {owner[0]})"
                 )
             return EdgeTargets(
-                consumers=[owner], partition_to_consumer=[0] * self.arrangement.partition_count
+                consumers=(owner,), partition_to_consumer=(0,) * self.arrangement.partition_count
             )
         if edge.routing is RoutingPolicy.PARTITIONED:
             index_of = {c: i for i, c in enumerate(reachable)}
@@ -222,25 +197,64 @@ class ExecutionPlan:
                         f"member {owner[0]})"
                     )
                 table.append(index_of[owner])
-            targets.partition_to_consumer = table
-        elif edge.routing is RoutingPolicy.FANOUT:
+            return EdgeTargets(consumers=tuple(reachable), partition_to_consumer=tuple(table))
+        if edge.routing is RoutingPolicy.FANOUT:
             by_member: dict[int, list[int]] = {}
             for i, c in enumerate(reachable):
                 by_member.setdefault(c[0], []).append(i)
-            targets.consumers_by_member = [by_member[m] for m in sorted(by_member)]
-        return targets
+            return EdgeTargets(
+                consumers=tuple(reachable),
+                consumers_by_member=tuple(tuple(by_member[m]) for m in sorted(by_member)),
+            )
+        return EdgeTargets(consumers=tuple(reachable))
 
     def producers_of(self, edge: EdgeDef, consumer: ProcessorId) -> list[ProcessorId]:
         """The producer processors that send to `consumer` on `edge` (the inverse of `consumers_of`)."""
         up = self.vertices[edge.source_name]
         return [p for p in up.processor_ids() if consumer in self.consumers_of_cached(edge, p)]
 
-    def consumers_of_cached(self, edge: EdgeDef, producer: ProcessorId) -> set[ProcessorId]:
+    def consumers_of_cached(self, edge: EdgeDef, producer: ProcessorId) -> frozenset[ProcessorId]:
         key = (edge.source_name, edge.source_ordinal, producer)
         cache = self._consumer_cache
         if key not in cache:
-            cache[key] = set(self.consumers_of(edge, producer).consumers)
+            cache[key] = frozenset(self.consumers_of(edge, producer).consumers)
         return cache[key]
+
+
+def constant_key_partition(
+    edge: EdgeDef, arrangement: PartitionArrangement, pruning_off: str | None
+) -> int | None:
+    """The partition of a constant-key edge's key when pruning (on unless `pruning_off` says why
+    not) narrows that edge to the key's owner, else None."""
+    if not edge.has_constant_key or pruning_off is not None:
+        return None
+    return edge.partitioner(edge.constant_key, arrangement.partition_count)
+
+
+def create_processors(plan: ExecutionPlan, vertex: str, member: int) -> list[Processor]:
+    """Init the member's supplier of `vertex` and make its processors (empty if it has none)."""
+    vp = plan.vertices[vertex]
+    supplier = vp.supplier(member)
+    if supplier is None:
+        return []
+    supplier.init(plan.supplier_context(vertex, member))
+    processors = list(supplier.get(vp.local_parallelism))
+    problem = None
+    if len(processors) != vp.local_parallelism:
+        problem = f"returned {len(processors)} processors on member {member}, expected {vp.local_parallelism}"
+    else:
+        wrong = [type(p).__name__ for p in processors if not isinstance(p, Processor)]
+        if wrong:
+            problem = f"returned {wrong[0]}, not a Processor"
+    if problem is not None:
+        for processor in processors:  # the seed: every processor made is closed, init or not
+            if isinstance(processor, Processor):
+                try:
+                    processor.close()
+                except Exception:
+                    _log.exception("vertex %r: close() failed; the error is ignored", vertex)
+        raise DagValidationError(f"vertex {vertex!r}: supplier {problem}")
+    return processors
 
 
 def _isolated_pair(producer: int, consumer: int, up: VertexPlan, down: VertexPlan) -> bool:
@@ -253,119 +267,23 @@ def _isolated_pair(producer: int, consumer: int, up: VertexPlan, down: VertexPla
     return consumer % up.local_parallelism == producer % down.local_parallelism
 
 
-def _meta_fields(plan: ExecutionPlan, vertex: str, local_parallelism: int) -> dict[str, Any]:
+def meta_fields(
+    job_id: str,
+    execution_id: str,
+    config: JobConfig,
+    arrangement: PartitionArrangement,
+    vertex: str,
+    local_parallelism: int,
+) -> dict[str, Any]:
+    """The fields every context of `vertex` shares (meta supplier, supplier and processor contexts)."""
     return {
-        "job_id": plan.job_id,
-        "execution_id": plan.execution_id,
-        "job_config": plan.config,
+        "job_id": job_id,
+        "execution_id": execution_id,
+        "job_config": config,
         "vertex_name": vertex,
         "local_parallelism": local_parallelism,
-        "member_count": plan.member_count,
-        "partition_count": plan.arrangement.partition_count,
-        "partition_assignment": plan.arrangement.assignment(),
+        "member_count": arrangement.member_count,
+        "partition_count": arrangement.partition_count,
+        "partition_assignment": arrangement.assignment(),
         "logger": logging.getLogger(f"jetspark.vertex.{vertex}"),
     }
-
-
-def resolve_local_parallelism(vertex: Vertex, config: JobConfig) -> int:
-    if vertex.local_parallelism != -1:
-        return vertex.local_parallelism
-    preferred = vertex.meta_supplier.preferred_local_parallelism()
-    if preferred != -1:
-        if preferred < 1:
-            raise DagValidationError(
-                f"vertex {vertex.name!r}: preferred local parallelism must be -1 or >= 1, got {preferred}"
-            )
-        return preferred
-    return config.default_local_parallelism
-
-
-def snapshot_blocking_vertices(dag: DAG) -> set[str]:
-    """Vertices whose processors must all be done before a snapshot can start.
-
-    A vertex with inbound edges of different priorities drains the lower-priority edges to the end
-    before it reads any item (or barrier) of the others, so a barrier cannot pass it while those
-    edges are live. Snapshots therefore wait until every vertex upstream of such an edge has
-    finished (as in Jet): those vertices, transitively, are returned.
-    """
-    blocking: set[str] = set()
-    for vertex in dag.topological_order():
-        inbound = dag.inbound_edges(vertex.name)
-        if len({e.priority for e in inbound}) < 2:
-            continue
-        top = max(e.priority for e in inbound)
-        pending = [e.source for e in inbound if e.priority < top]
-        while pending:
-            upstream = pending.pop()
-            if upstream.name not in blocking:
-                blocking.add(upstream.name)
-                pending.extend(e.source for e in dag.inbound_edges(upstream.name))
-    return blocking
-
-
-def build_plan(
-    dag: DAG,
-    config: JobConfig,
-    member_count: int,
-    job_id: str | None = None,
-    execution_id: str | None = None,
-    partition_count: int = DEFAULT_PARTITION_COUNT,
-) -> ExecutionPlan:
-    """Validate `dag` and resolve everything the coordinator decides: parallelism and suppliers."""
-    dag.validate()
-    if member_count < 1:
-        raise DagValidationError(f"member count must be >= 1, got {member_count}")
-    edges = tuple(EdgeDef.of(edge, i) for i, edge in enumerate(dag.edges))
-    plan = ExecutionPlan(
-        edges=edges,
-        config=config,
-        job_id=job_id or uuid.uuid4().hex[:16],
-        execution_id=execution_id or uuid.uuid4().hex[:16],
-        member_count=member_count,
-        arrangement=PartitionArrangement(partition_count, member_count),
-        vertices={},
-        logger=logging.getLogger("jetspark.job"),
-        pruning=PruningReport(member_count, disabled=pruning_disabled(config)),
-    )
-    try:
-        _resolve_vertices(dag, config, plan, edges)
-    except BaseException as error:
-        # As Jet: the job failed, so every meta supplier hears of it (one may have opened
-        # something in init); the error is raised here, by submit, not later by join.
-        _close_meta_suppliers(dag, error)
-        raise
-    prune(plan, dag, plan.pruning)
-    return plan
-
-
-def _close_meta_suppliers(dag: DAG, error: BaseException) -> None:
-    for vertex in dag.topological_order():
-        try:
-            vertex.meta_supplier.close(error)
-        except Exception:
-            logging.getLogger("jetspark.job").exception(
-                "vertex %r: ProcessorMetaSupplier.close() failed", vertex.name
-            )
-
-
-def _resolve_vertices(dag: DAG, config: JobConfig, plan: ExecutionPlan, edges: tuple[EdgeDef, ...]) -> None:
-    """Each vertex's local parallelism and its members' suppliers, from its meta supplier."""
-    member_count = plan.member_count
-    for vertex in dag.topological_order():
-        lp = resolve_local_parallelism(vertex, config)
-        meta_context = MetaSupplierContext(**_meta_fields(plan, vertex.name, lp))
-        vertex.meta_supplier.init(meta_context)
-        members: Sequence[int] = range(member_count)
-        returned = vertex.meta_supplier.get(list(members))
-        suppliers = {m: resolve_member_supplier(returned, m) for m in members}
-        plan.vertices[vertex.name] = VertexPlan(
-            name=vertex.name,
-            local_parallelism=lp,
-            suppliers=suppliers,
-            inbound=sorted(
-                (e for e in edges if e.destination_name == vertex.name), key=lambda e: e.dest_ordinal
-            ),
-            outbound=sorted(
-                (e for e in edges if e.source_name == vertex.name), key=lambda e: e.source_ordinal
-            ),
-        )

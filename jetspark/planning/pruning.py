@@ -60,19 +60,19 @@ class PartitionPrunable(Protocol):
         """What it reads, or None when it reads every partition."""
 
 
-@attrs.define
+@attrs.frozen
 class PruningReport:
     """What the planner left out, for `explain` and the job's plan metrics."""
 
     member_count: int
     #: None when pruning is on, else why it is off.
     disabled: str | None = None
-    vertices: list[PrunedVertex] = attrs.field(factory=list)
+    vertices: tuple[PrunedVertex, ...] = ()
     #: Members whose meta supplier returned None (not pruning: the supplier's own choice).
-    declined: list[PrunedVertex] = attrs.field(factory=list)
-    partitions: list[PartitionPruning] = attrs.field(factory=list)
+    declined: tuple[PrunedVertex, ...] = ()
+    partitions: tuple[PartitionPruning, ...] = ()
     #: Constant-key edges narrowed to one consumer per producer member: (edge name, key, partition).
-    constant_keys: list[tuple[str, object, int]] = attrs.field(factory=list)
+    constant_keys: tuple[tuple[str, object, int], ...] = ()
     #: Members that run at least one processor.
     deployed: tuple[int, ...] = ()
 
@@ -132,13 +132,14 @@ def pruning_disabled(config: JobConfig) -> str | None:
 
 
 class PlanView(Protocol):
-    """What pruning needs of the plan (kept apart so `plan.py` and this module do not cycle)."""
+    """What pruning needs of the plan being built (`planning.pipeline`'s draft): read the
+    members of each vertex and drop some, before the plan is frozen."""
 
     member_count: int
 
     def vertex_members(self, vertex: str) -> list[int]: ...
 
-    def vertex_inbound(self, vertex: str) -> list[EdgeDef]: ...
+    def vertex_inbound(self, vertex: str) -> tuple[EdgeDef, ...]: ...
 
     def vertex_local_parallelism(self, vertex: str) -> int: ...
 
@@ -160,23 +161,27 @@ def receives(plan: PlanView, edge: EdgeDef, member: int) -> bool:
     return edge.is_distributed or member in upstream
 
 
-def prune(plan: PlanView, dag: DAG, report: PruningReport) -> None:
-    """Drop the members of vertices that do no work without input and would get none; record
-    them, and the members that run nothing, in `report`."""
-    if report.disabled is None:
+def prune(plan: PlanView, dag: DAG, disabled: str | None) -> PruningReport:
+    """Drop the members of vertices that do no work without input and would get none (from the
+    draft `plan`); return what was left out, and the members that run nothing."""
+    constant_keys: list[tuple[str, object, int]] = []
+    declined: list[PrunedVertex] = []
+    pruned: list[PrunedVertex] = []
+    partitions: list[PartitionPruning] = []
+    if disabled is None:
         for vertex in dag:
             for edge in plan.vertex_inbound(vertex.name):
                 partition = plan.constant_key_partition(edge)
                 if partition is not None:
-                    report.constant_keys.append((edge.name, edge.constant_key, partition))
+                    constant_keys.append((edge.name, edge.constant_key, partition))
     for vertex in dag.topological_order():
         members = plan.vertex_members(vertex.name)
         absent = tuple(m for m in range(plan.member_count) if m not in members)
         if absent:
-            report.declined.append(
+            declined.append(
                 PrunedVertex(vertex.name, absent, 0, "its meta supplier returned no supplier for them")
             )
-        if report.disabled is not None or vertex.meta_supplier.does_work_without_input():
+        if disabled is not None or vertex.meta_supplier.does_work_without_input():
             continue
         inbound = plan.vertex_inbound(vertex.name)
         idle = tuple(m for m in members if not any(receives(plan, e, m) for e in inbound))
@@ -190,10 +195,19 @@ def prune(plan: PlanView, dag: DAG, report: PruningReport) -> None:
             names = ", ".join(e.name for e in inbound)
             reason = f"it does no work without input and no producer sends to them ({names})"
         lp = plan.vertex_local_parallelism(vertex.name)
-        report.vertices.append(PrunedVertex(vertex.name, idle, lp * len(idle), reason))
-    report.deployed = tuple(sorted({m for vertex in dag for m in plan.vertex_members(vertex.name)}))
+        pruned.append(PrunedVertex(vertex.name, idle, lp * len(idle), reason))
+    deployed = tuple(sorted({m for vertex in dag for m in plan.vertex_members(vertex.name)}))
     for vertex in dag:
         if isinstance(vertex.meta_supplier, PartitionPrunable):
             part = vertex.meta_supplier.partition_pruning(vertex.name)
             if part is not None:
-                report.partitions.append(part)
+                partitions.append(part)
+    return PruningReport(
+        plan.member_count,
+        disabled,
+        tuple(pruned),
+        tuple(declined),
+        tuple(partitions),
+        tuple(constant_keys),
+        deployed,
+    )

@@ -18,6 +18,7 @@ import attrs
 
 from jetspark.core.dag import DAG
 from jetspark.core.edge import Edge
+from jetspark.planning.frozen import FrozenMap
 
 
 @attrs.frozen
@@ -44,8 +45,10 @@ class Stage:
 
 @attrs.frozen
 class StagePlan:
+    """The DAG's stages in topological order, and which stage each vertex is in."""
+
     stages: tuple[Stage, ...]
-    stage_of: dict[str, int]
+    stage_of: FrozenMap[str, int]
     #: Indexes of the edges between stages (distributed edges, and local edges cut to break a cycle).
     boundary_edges: frozenset[int]
 
@@ -95,7 +98,7 @@ def build_stages(dag: DAG) -> StagePlan:
                 downstream=tuple(sorted({stage_of[ends[e][1]] for e in outbound})),
             )
         )
-    return StagePlan(tuple(stages), stage_of, boundary)
+    return StagePlan(tuple(stages), FrozenMap(stage_of), boundary)
 
 
 def _destination(edge: Edge) -> str:

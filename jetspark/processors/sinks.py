@@ -21,7 +21,12 @@ from typing import IO, Any
 from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.context import RESULTS_ATTRIBUTE, ProcessorContext
 from jetspark.core.inbox import Inbox
-from jetspark.core.suppliers import MemberSuppliers, ProcessorMetaSupplier, ProcessorSupplier
+from jetspark.core.suppliers import (
+    MemberSuppliers,
+    ProcessorMetaSupplier,
+    ProcessorSupplier,
+    VertexCapability,
+)
 from jetspark.core.watermark import Watermark
 from jetspark.processors.staging import STAGING_ATTRIBUTE, OutputStaging
 
@@ -179,6 +184,9 @@ class FilesSink(ProcessorMetaSupplier):
         self.directory = directory
         self.overwrite = overwrite
         self.supplier = ProcessorSupplier.of(functools.partial(_FilesP, directory, format_item))
+
+    def capabilities(self) -> frozenset[VertexCapability]:
+        return frozenset({VertexCapability.WRITES_FILES})
 
     def get(self, member_indexes: Sequence[int]) -> MemberSuppliers:
         return {member: self.supplier for member in member_indexes}

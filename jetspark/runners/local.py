@@ -29,8 +29,8 @@ from jetspark.engine.execution import Execution
 from jetspark.engine.outbox import DEFAULT_BATCH_SIZE
 from jetspark.engine.snapshot import Snapshot, SnapshotContext, SnapshotData
 from jetspark.engine.tasklet import ProcessorTasklet
-from jetspark.planning.fusion import fuse_stateless_steps
-from jetspark.planning.plan import ExecutionPlan, build_plan, snapshot_blocking_vertices
+from jetspark.planning.pipeline import PreparedDag, plan_execution, prepare
+from jetspark.planning.plan import ExecutionPlan
 from jetspark.processors.staging import STAGING_ATTRIBUTE
 from jetspark.runners import durable, identity, startpoints
 from jetspark.runners.coordinator import (
@@ -71,7 +71,7 @@ class LocalJob(JobHandle):
 
     def __init__(
         self,
-        dag: DAG,
+        dag: DAG | PreparedDag,
         config: JobConfig,
         member_count: int,
         batch_size: int,
@@ -83,9 +83,12 @@ class LocalJob(JobHandle):
         store: CheckpointStore | None = None,
         record: JobRecord | None = None,
     ) -> None:
-        """`job_id` (default: a new one), `name`, `store` and `record` come from the submit
+        """`dag` as the submit prepared it (`planning.pipeline.prepare`; a DAG is prepared
+        here); `job_id` (default: a new one), `name`, `store` and `record` come from the submit
         (`coordinator.where_to_start`), before anything is built with the id."""
-        self.dag = fuse_stateless_steps(dag, config)
+        #: Validated, fused and cut once; every execution is planned from it.
+        self.prepared = dag if isinstance(dag, PreparedDag) else prepare(dag, config)
+        self.dag = self.prepared.dag
         self.config = config
         self.member_count = member_count
         self.batch_size = batch_size
@@ -112,7 +115,7 @@ class LocalJob(JobHandle):
         self._next_snapshot_at = 0.0
         self._exported: dict[str, Snapshot] = snapshot_registry if snapshot_registry is not None else {}
         self._thread: threading.Thread | None = None
-        self._committer = OutputCommitter.of(self.job_id, self.dag)
+        self._committer = OutputCommitter.of(self.job_id, self.prepared)
         #: Jobs without snapshots stage their file output and commit it when they complete;
         #: jobs with snapshots write in place (a restored processor appends to its file).
         self._staging = (
@@ -165,7 +168,7 @@ class LocalJob(JobHandle):
 
     def start(self, restore: Snapshot | None = None) -> LocalJob:
         """Plan in the caller's thread, so that a bad DAG or config raises here, then run."""
-        plan = build_plan(self.dag, self.config, self.member_count, job_id=self.job_id)
+        plan = plan_execution(self.prepared, self.member_count, job_id=self.job_id)
         self.plan = plan
         self._finished.clear()
         self.status = JobStatus.RUNNING
@@ -246,8 +249,8 @@ class LocalJob(JobHandle):
         (a vertex pruned everywhere counts zero); and now, its watermarks and pending counts
         (`runners.member.tasklet_status`)."""
         out = {
-            vertex.name: dict.fromkeys(("received", "emitted", BACKPRESSURED_MS, *PENDING_FIGURES), 0)
-            for vertex in self.dag
+            vertex: dict.fromkeys(("received", "emitted", BACKPRESSURED_MS, *PENDING_FIGURES), 0)
+            for vertex in self.prepared.names
         }
         add_metrics(out, self._metrics_base)
         tasklets = self._tasklets
@@ -345,7 +348,7 @@ class LocalJob(JobHandle):
         member: MemberExecution | None = None
         failure: BaseException | None = None
         try:
-            plan = first_plan or build_plan(self.dag, self.config, self.member_count, job_id=self.job_id)
+            plan = first_plan or plan_execution(self.prepared, self.member_count, job_id=self.job_id)
             self.plan = plan
             startpoints.fan_out(self.config, self.name, plan)
             placements = [(name, m) for name, vp in plan.vertices.items() for m in vp.members()]
@@ -367,7 +370,7 @@ class LocalJob(JobHandle):
                 restore.data if restore is not None else None,
             )
             self._tasklets = member.setup()
-            blocking = snapshot_blocking_vertices(self.dag)
+            blocking = self.prepared.snapshot_blocking
             self._snapshot_blockers = [t for t in self._tasklets if t.context.vertex_name in blocking]
             self._next_snapshot_at = time.monotonic() + self.config.snapshot_interval_millis / 1000
             with self._lock:
@@ -426,7 +429,7 @@ class LocalJob(JobHandle):
                     extra = {
                         "member_count": self.member_count,
                         "job_id": self.job_id,
-                        "vertices": sorted(v.name for v in self.dag),  # `jetspark startpoint set` checks
+                        "vertices": sorted(self.prepared.names),  # `jetspark startpoint set` checks
                     }
                     durable.save(self.store, snapshot_id, snapshot.data, DEFAULT_PARTITION_COUNT, extra)
             except Exception:
@@ -477,7 +480,7 @@ class LocalRunner:
         is then a `CompletedBefore`, unless `JobConfig.start_over`."""
         config = config or JobConfig()
         member_count = config.member_count or self.member_count or 1
-        dag.validate()
+        prepared = prepare(dag, config)  # the job's only validation; fused and cut once
         check_checkpoint_paths(config)
         initial = None
         if config.initial_snapshot_name is not None:
@@ -519,7 +522,7 @@ class LocalRunner:
             elif initial is None and start.export is not None:
                 initial = start.loaded
         job = LocalJob(
-            dag,
+            prepared,
             config,
             member_count,
             self.batch_size,

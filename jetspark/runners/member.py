@@ -27,7 +27,7 @@ from jetspark.engine.queue import QueueReceiver, QueueSender
 from jetspark.engine.snapshot import SnapshotContext, SnapshotData
 from jetspark.engine.tasklet import ProcessorTasklet
 from jetspark.planning.defs import EdgeDef
-from jetspark.planning.plan import ExecutionPlan, ProcessorId
+from jetspark.planning.plan import ExecutionPlan, ProcessorId, create_processors
 from jetspark.runners.wiring import ProcessorKey, wire
 
 _log = logging.getLogger("jetspark.runners")
@@ -75,7 +75,7 @@ class MemberExecution:
         try:
             for vertex, member in self.placements:
                 try:
-                    made = self._kept.get(vertex) or self.plan.create_processors(vertex, member)
+                    made = self._kept.get(vertex) or create_processors(self.plan, vertex, member)
                 except Exception as cause:
                     raise _setup_failure(vertex, f"its supplier failed on member {member}", cause) from cause
                 lp = self.plan.vertices[vertex].local_parallelism
@@ -119,7 +119,7 @@ class MemberExecution:
             self._close_unrun_processors()
         closed: set[int] = set()
         for vertex, member in self.placements:
-            supplier = self.plan.vertices[vertex].suppliers.get(member)
+            supplier = self.plan.vertices[vertex].supplier(member)
             if supplier is None or id(supplier) in closed:
                 continue
             closed.add(id(supplier))

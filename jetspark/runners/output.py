@@ -30,11 +30,13 @@ import shutil
 import threading
 import time
 from collections.abc import Iterable
+from typing import cast
 
 import attrs
 
-from jetspark.core.dag import DAG
 from jetspark.core.errors import DagValidationError
+from jetspark.core.suppliers import VertexCapability
+from jetspark.planning.pipeline import PreparedDag
 from jetspark.processors.sinks import FilesSink
 
 _log = logging.getLogger("jetspark.output")
@@ -90,13 +92,12 @@ class OutputCommitter:
         self.outputs = list(outputs)
 
     @classmethod
-    def of(cls, job_id: str, dag: DAG) -> OutputCommitter:
-        """The committer of `dag`'s `files` sinks."""
-        outputs = [
-            FileOutput(vertex.name, os.path.abspath(sink.directory), sink.overwrite)
-            for vertex in dag.topological_order()
-            if isinstance(sink := vertex.meta_supplier, FilesSink)
-        ]
+    def of(cls, job_id: str, prepared: PreparedDag) -> OutputCommitter:
+        """The committer of the planned DAG's `files` sinks (`VertexCapability.WRITES_FILES`)."""
+        outputs = []
+        for name in prepared.with_capability(VertexCapability.WRITES_FILES):
+            sink = cast(FilesSink, prepared.meta_supplier(name))
+            outputs.append(FileOutput(name, os.path.abspath(sink.directory), sink.overwrite))
         return cls(job_id, outputs)
 
     def __bool__(self) -> bool:

@@ -2,8 +2,8 @@
 to start; a mistake it would meet after that should be reported in well under a second).
 
 `check_checkpoint_paths`: the checkpoint root and startpoints directory of a config are
-directories this process can write (or can create). `check_before_spark`: that, the DAG's shape,
-what a job with a processing guarantee needs on Spark (a checkpoint root and a valid job name),
+directories this process can write (or can create). `check_before_spark`: that (for a DAG the
+planning pipeline validated already, `planning.pipeline.prepare`), what a job with a processing guarantee needs on Spark (a checkpoint root and a valid job name),
 and that every vertex's supplier and every edge's key function pickles, naming the vertex or edge.
 Each raises `DagValidationError` with one line naming the field, path, vertex or edge.
 """
@@ -23,8 +23,8 @@ _SPARK_RUNNER = "jetspark.runners.spark"
 
 
 def check_before_spark(dag: DAG, config: JobConfig) -> None:
-    """Everything the Spark runner can check before it starts a session (see the module docstring)."""
-    dag.validate()
+    """Everything the Spark runner can check before it starts a session, of a validated `dag`
+    (see the module docstring)."""
     if config.snapshots_enabled:
         _check_guarantee_needs(config)
     check_checkpoint_paths(config)

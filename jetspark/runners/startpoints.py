@@ -1,6 +1,6 @@
 """The runners' part of startpoints: fan them out when a plan is built, and tell the sources.
 
-Both runners call `fan_out` right after `build_plan` (the local runner on every start and
+Both runners call `fan_out` right after planning an execution (`planning.pipeline`) (the local runner on every start and
 restart, the Spark runner once at submit) and give each processor `runtime(...)` in its
 attributes; the sources do the rest (`jetspark.checkpoint.startpoint_source`).
 """
@@ -31,7 +31,7 @@ def owner_in(plan: ExecutionPlan, partition: SourcePartition) -> int | None:
     vp = plan.vertices.get(partition.vertex)
     if vp is None:
         return None
-    supplier = next((s for s in vp.suppliers.values() if s is not None), None)
+    supplier = next((s for s in vp.suppliers if s is not None), None)
     if not isinstance(supplier, StartpointSource):
         return None
     arrangement = plan.arrangement

@@ -205,7 +205,7 @@ def test_a_job_planned_again_on_another_member_count_applies_the_startpoints_at_
 
 
 def planned(job: LocalJob) -> object:
-    from jetspark.planning.plan import build_plan
+    from jetspark.planning.pipeline import build_plan
 
     return build_plan(job.dag, job.config, job.member_count)
 

@@ -17,7 +17,7 @@ import pytest
 
 from jetspark import DAG, AbstractProcessor, DagValidationError, Edge, Vertex
 from jetspark.core.edge import RESERVED_PRIORITY
-from jetspark.planning.plan import snapshot_blocking_vertices
+from jetspark.planning.pipeline import snapshot_blocking_vertices
 
 
 class Dummy(AbstractProcessor):

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from jetspark.core import DAG, AbstractProcessor, Edge, JobConfig
 from jetspark.planning.partitions import PartitionArrangement
-from jetspark.planning.plan import build_plan
+from jetspark.planning.pipeline import build_plan
 
 partition_counts = st.integers(min_value=1, max_value=600)
 member_counts = st.integers(min_value=1, max_value=16)

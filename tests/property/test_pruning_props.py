@@ -24,7 +24,7 @@ from jetspark.core import (
     Vertex,
 )
 from jetspark.core.suppliers import MemberSuppliers
-from jetspark.planning.plan import build_plan
+from jetspark.planning.pipeline import build_plan
 from jetspark.processors import collect
 from jetspark.runners.local import LocalRunner
 

@@ -32,7 +32,7 @@ from jetspark.core import (
 )
 from jetspark.core.context import RESULTS_ATTRIBUTE
 from jetspark.engine.snapshot import SnapshotData, encode_entry, entry_partition
-from jetspark.planning.plan import build_plan
+from jetspark.planning.pipeline import build_plan
 from jetspark.runners.local import JobStatus, LocalRunner
 from jetspark.runners.wiring import restore_entries_for
 from tests.waiting import wait_until

@@ -165,7 +165,7 @@ def test_a_source_holding_too_much_data_is_refused_at_submit_with_advice(spark: 
     big = DAG()
     source = big.new_vertex("numbers", from_iterable([str(i) * 200 for i in range(5000)]))
     big.edge(Edge.between(source, big.new_vertex("sink", collect())))
-    from jetspark.planning.plan import build_plan
+    from jetspark.planning.pipeline import build_plan
 
     plan = build_plan(big, JobConfig(), 2)
     with pytest.raises(DagValidationError, match=r"vertex 'numbers': its suppliers pickle to .*from_rdd"):

@@ -10,7 +10,10 @@ import pytest
 
 from jetspark.core.config import JobConfig
 from jetspark.core.dag import DAG
+from jetspark.core.edge import Edge
 from jetspark.core.partitioner import default_partitioner
+from jetspark.processors import collect, from_iterable
+from jetspark.processors import map as map_p
 from jetspark.runners.local import JobStatus, LocalRunner
 from jetspark.runners.spark import SparkRunner
 from tests.spark import dags
@@ -110,3 +113,27 @@ def test_member_count_is_checked_by_the_spark_runner_as_by_the_job_config(
     """No Spark needed: the runner refuses at construction what JobConfig refuses."""
     with pytest.raises(error, match=r"SparkRunner: member_count must be an int >= 1"):
         SparkRunner(member_count=count)  # type: ignore[arg-type]
+
+
+class CountingDAG(DAG):
+    """A DAG that counts how often it is validated."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.validations = 0
+
+    def validate(self) -> None:
+        self.validations += 1
+        super().validate()
+
+
+def test_a_spark_job_validates_its_dag_once_and_runs_from_the_frozen_plan(spark: Any) -> None:
+    dag = CountingDAG()
+    source = dag.new_vertex("source", from_iterable(range(20)))
+    double = dag.new_vertex("double", map_p(lambda n: 2 * n))
+    sink = dag.new_vertex("sink", collect())
+    dag.edge(Edge.between(source, double).distributed()).edge(Edge.between(double, sink))
+    job = SparkRunner(spark).run(dag, JobConfig(member_count=2), timeout=TIMEOUT)
+    assert sorted(job.result("sink")) == [2 * n for n in range(20)]
+    assert dag.validations == 1  # preflight, planning and stages all read the one validated DAG
+    assert job.stages is job.plan.stages

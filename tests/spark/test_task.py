@@ -16,8 +16,7 @@ import pytest
 
 from jetspark.core.config import JobConfig
 from jetspark.core.dag import DAG
-from jetspark.planning.plan import build_plan
-from jetspark.planning.stages import build_stages
+from jetspark.planning.pipeline import build_plan
 from jetspark.runners.local import LocalRunner
 from jetspark.runners.spark.failures import TaskFailure, decode_failure
 from jetspark.runners.spark.records import DRIVER, ResultRecord, dumps
@@ -29,9 +28,9 @@ from tests.spark import dags
 def run_by_hand(dag: DAG, members: int, seed: int, record_items: int = 1) -> dict[str, list[Any]]:
     """Run every stage's members in turn; return the collected items per sink vertex."""
     plan = build_plan(dag, JobConfig(member_count=members), members)
-    stages = build_stages(dag)
+    stages = plan.stages
     carriers = {s.index: (s.downstream[0] if s.downstream else DRIVER) for s in stages.stages}
-    spec = dumps(TaskSpec(plan, stages, carriers, 1024, record_items))
+    spec = dumps(TaskSpec(plan, carriers, 1024, record_items))
     inputs: dict[int, dict[int, list[Any]]] = {
         s.index: {m: [] for m in range(members)} for s in stages.stages
     }

@@ -9,7 +9,7 @@ from kit_examples import Dedup
 
 from jetspark import DAG, AbstractProcessor, BroadcastKey, Edge, JobConfig, ProcessorSupplier
 from jetspark.engine.snapshot import decode_entries, encode_entry, entry_partition
-from jetspark.planning.plan import build_plan
+from jetspark.planning.pipeline import build_plan
 from jetspark.runners.wiring import restore_entries_for
 from jetspark.testing import FailureKind, Layout, ProcessorVerificationError, verify_processor
 from jetspark.testing._routing import InputRouting, Router

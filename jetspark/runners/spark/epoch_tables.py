@@ -27,12 +27,17 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from jetspark.core.context import MetaSupplierContext, ProcessorContext
-from jetspark.core.dag import DAG
 from jetspark.core.errors import JobFailedError
-from jetspark.core.suppliers import MemberSuppliers, ProcessorMetaSupplier, ProcessorSupplier
+from jetspark.core.suppliers import (
+    MemberSuppliers,
+    ProcessorMetaSupplier,
+    ProcessorSupplier,
+    VertexCapability,
+)
+from jetspark.planning.pipeline import PreparedDag
 from jetspark.processors.sinks import _CollectP
 
 _log = logging.getLogger("jetspark.spark.epoch_tables")
@@ -68,6 +73,9 @@ class EpochTableSink(ProcessorMetaSupplier):
                 "a processing guarantee (EXACTLY_ONCE or AT_LEAST_ONCE) on the Spark runner; a batch job "
                 "writes a DataFrame with write_dataframe"
             )
+
+    def capabilities(self) -> frozenset[VertexCapability]:
+        return frozenset({VertexCapability.WRITES_EPOCH_TABLES})
 
     def get(self, member_indexes: Sequence[int]) -> MemberSuppliers:
         supplier = ProcessorSupplier.of(_EpochItemsP, does_work_without_input=False)
@@ -143,12 +151,11 @@ class _Table:
 class EpochTables:
     """The `write_epochs` sinks of one job, for its epoch loop (see the module docstring)."""
 
-    def __init__(self, spark: Any, dag: DAG, job_id: str) -> None:
+    def __init__(self, spark: Any, prepared: PreparedDag, job_id: str) -> None:
         self.spark = spark
         self.tables = [
-            _Table(v.name, v.meta_supplier, job_id)
-            for v in dag
-            if isinstance(v.meta_supplier, EpochTableSink)
+            _Table(name, cast(EpochTableSink, prepared.meta_supplier(name)), job_id)
+            for name in prepared.with_capability(VertexCapability.WRITES_EPOCH_TABLES)
         ]
 
     def settle(self, committed: int) -> None:

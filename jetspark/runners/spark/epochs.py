@@ -27,11 +27,10 @@ from typing import Any, TypeVar
 from jetspark.checkpoint import CheckpointStore, CorruptSnapshotError, Manifest
 from jetspark.checkpoint.job_record import JobRecord
 from jetspark.checkpoint.store import SnapshotFile
-from jetspark.core.config import JobConfig, ProcessingGuarantee
-from jetspark.core.dag import DAG
+from jetspark.core.config import ProcessingGuarantee
 from jetspark.core.errors import JobFailedError, ProcessorContractError
+from jetspark.planning.pipeline import PreparedDag
 from jetspark.planning.plan import ExecutionPlan
-from jetspark.planning.stages import StagePlan
 from jetspark.runners.coordinator import RestartLoop, Step, Verdict, close_meta_suppliers, settle, tidy_store
 from jetspark.runners.identity import take_back
 from jetspark.runners.job import Capabilities, EpochStats, JobStatus
@@ -66,10 +65,8 @@ class EpochJob(SparkHandle):
     def __init__(
         self,
         spark: Any,
-        dag: DAG,
-        config: JobConfig,
+        prepared: PreparedDag,
         plan: ExecutionPlan,
-        stages: StagePlan,
         *,
         store: CheckpointStore,
         record: JobRecord,
@@ -78,10 +75,10 @@ class EpochJob(SparkHandle):
         backoff: float,
         live: LiveMetrics | None = None,
     ) -> None:
-        super().__init__(spark, dag, config, plan, stages, max_restarts, backoff)
+        super().__init__(spark, prepared, plan, max_restarts, backoff)
         self._live = live
         #: Per-epoch figures and the running epoch's live counts (`epoch_stats`).
-        self.ledger = EpochLedger.of_dag(dag, live)
+        self.ledger = EpochLedger.of_dag(prepared.dag, live)
         self._tables: EpochTables | None = None
         #: The last execution's reports, if its tasks reported (for the ledger of an abort).
         self._outcome: DriverReports | None = None
@@ -333,7 +330,7 @@ class EpochJob(SparkHandle):
     @property
     def tables(self) -> EpochTables:
         if self._tables is None:
-            self._tables = EpochTables(self.spark, self.dag, self.job_id)
+            self._tables = EpochTables(self.spark, self.prepared, self.job_id)
         return self._tables
 
     def _settle_tables(self) -> None:
@@ -417,7 +414,7 @@ class EpochJob(SparkHandle):
             "job_id": self.job_id,
             "member_count": self.member_count,
             "completed": sorted(completed),
-            "vertices": sorted(v.name for v in self.dag),  # `jetspark startpoint set` checks them
+            "vertices": sorted(self.plan.vertices),  # `jetspark startpoint set` checks them
         }
         files = [SnapshotFile.from_json(f) for f in outcome.snapshot_files]
         self.store.commit(epoch, files, self.plan.arrangement.partition_count, extra)

@@ -14,6 +14,7 @@ from typing import Any
 from jetspark.core.config import JobConfig
 from jetspark.core.dag import DAG
 from jetspark.core.errors import JobFailedError
+from jetspark.planning.pipeline import PreparedDag
 from jetspark.planning.plan import ExecutionPlan
 from jetspark.planning.stages import StagePlan
 from jetspark.runners.job import Capabilities, JobHandle, JobStatus
@@ -35,22 +36,21 @@ class SparkHandle(JobHandle):
     def __init__(
         self,
         spark: Any,
-        dag: DAG,
-        config: JobConfig,
+        prepared: PreparedDag,
         plan: ExecutionPlan,
-        stages: StagePlan,
         max_restarts: int = 0,
         backoff: float = 0.5,
     ) -> None:
         super().__init__()
         self.spark = spark
-        self.dag = dag
-        self.config = config
+        #: The planned DAG (driver only: its meta suppliers hold RDDs, DataFrames, sinks' targets).
+        self.prepared = prepared
+        self.dag = prepared.dag
+        self.config = prepared.config
         self.plan = plan
-        self.stages = stages
         self.job_id = plan.job_id
         self.member_count = plan.member_count
-        self.name = config.name or f"job-{self.job_id}"
+        self.name = self.config.name or f"job-{self.job_id}"
         self.group = f"jetspark-{self.job_id}"
         self.max_restarts = max_restarts
         self.backoff = backoff
@@ -62,6 +62,11 @@ class SparkHandle(JobHandle):
         #: Adaptive parallelism: what was decided for each stage after a shuffle (bytes per
         #: subpartition and each task's range), in stage order.
         self.adaptive_decisions: list[StageDecision] = []
+
+    @property
+    def stages(self) -> StagePlan:
+        """The job's stages, as planned (`ExecutionPlan.stages`)."""
+        return self.plan.stages
 
     def capabilities(self) -> Capabilities:
         return Capabilities(live_metrics=True)
@@ -103,7 +108,7 @@ class SparkHandle(JobHandle):
         """The job's plan in words, stage by stage with each stage's task count."""
         from jetspark.planning.explain import explain_plan
 
-        lines = [explain_plan(self.plan, self.stages)]
+        lines = [explain_plan(self.plan, self.plan.stages)]
         for decision in self.adaptive_decisions:
             lines.append(
                 f"adaptive: stage {decision.stage} on {len(decision.ranges)} task(s) for "

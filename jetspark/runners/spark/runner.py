@@ -1,8 +1,9 @@
 """The Spark runner: a DAG as one Spark job, one Spark stage per jetspark stage.
 
-On submit the driver (the coordinator) validates the DAG, builds the execution plan once
-(parallelism, partition arrangement, each member's suppliers), cuts the DAG into stages
-(`planning.stages`), checks that every supplier can be pickled, and builds one RDD per stage:
+On submit the driver (the coordinator) plans the job once (`planning.pipeline`: the DAG validated,
+fused and cut into stages, each vertex's capabilities read; then parallelism, partition
+arrangement, each member's suppliers, pruning), checks that every supplier can be pickled, and
+builds one RDD per stage from the frozen plan:
 
 - a stage without upstream stages runs on `parallelize([], T)` (or in place on the partitions of
   its `from_rdd` source);
@@ -32,16 +33,15 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from jetspark.core.config import JobConfig, checked_count
 from jetspark.core.dag import DAG
 from jetspark.core.errors import JobFailedError
+from jetspark.core.suppliers import VertexCapability
 from jetspark.engine.outbox import DEFAULT_BATCH_SIZE
-from jetspark.planning.fusion import fuse_stateless_steps
-from jetspark.planning.plan import ExecutionPlan, build_plan
-from jetspark.planning.stages import StagePlan, build_stages
-from jetspark.processors.sinks import FilesSink
+from jetspark.planning.pipeline import PreparedDag, plan_execution, prepare
+from jetspark.planning.plan import ExecutionPlan
 from jetspark.runners.coordinator import (
     RestartLoop,
     Step,
@@ -70,7 +70,7 @@ from jetspark.runners.spark.session import call_site, get_session, log_task_fail
 from jetspark.runners.spark.shipping import check_picklable
 from jetspark.runners.spark.side_inputs import freeze_side_inputs
 from jetspark.runners.spark.sinks import DataFrameSink
-from jetspark.runners.spark.sources import DataFrameSource, RddSource
+from jetspark.runners.spark.sources import RddSource
 from jetspark.runners.spark.task import TaskSpec, run_stage_task, source_records
 
 if TYPE_CHECKING:  # imported when used: executors of batch jobs need no fsspec
@@ -105,10 +105,8 @@ class SparkJob(SparkHandle):
     def __init__(
         self,
         spark: Any,
-        dag: DAG,
-        config: JobConfig,
+        prepared: PreparedDag,
         plan: ExecutionPlan,
-        stages: StagePlan,
         final_rdd: Any,
         persisted: list[Any],
         committer: OutputCommitter,
@@ -117,7 +115,7 @@ class SparkJob(SparkHandle):
         backoff: float = 0.5,
         live: LiveMetrics | None = None,
     ) -> None:
-        super().__init__(spark, dag, config, plan, stages, max_restarts, backoff)
+        super().__init__(spark, prepared, plan, max_restarts, backoff)
         #: Counts the running tasks send (`runners.spark.live`); closed when the job ends.
         self._live = live
         self._final_rdd = final_rdd
@@ -251,17 +249,16 @@ class SparkJob(SparkHandle):
         return reports.staged
 
     def _write_dataframes(self) -> None:
-        for name in self.plan.vertices:
-            sink = self.dag.get_vertex(name).meta_supplier
-            if isinstance(sink, DataFrameSink):
-                try:
-                    self._dataframes[name] = sink.write(self.spark, self.result(name))
-                except Exception as cause:
-                    error = JobFailedError(
-                        f"vertex {name!r}: writing its DataFrame to {sink.path!r} failed: {cause}",
-                        vertex=name,
-                    )
-                    raise error from cause
+        for name in self.plan.with_capability(VertexCapability.WRITES_DATAFRAME):
+            sink = cast(DataFrameSink, self.prepared.meta_supplier(name))
+            try:
+                self._dataframes[name] = sink.write(self.spark, self.result(name))
+            except Exception as cause:
+                error = JobFailedError(
+                    f"vertex {name!r}: writing its DataFrame to {sink.path!r} failed: {cause}",
+                    vertex=name,
+                )
+                raise error from cause
 
 
 class SparkRunner:
@@ -305,45 +302,34 @@ class SparkRunner:
         `CompletedBefore` (`runners.identity`), unless `JobConfig.start_over`.
         """
         config = config or JobConfig()
+        prepared = prepare(dag, config)  # the only validation: fused, cut into stages, capabilities read
         check_before_spark(dag, config)  # in well under a second, before a session takes its 10-90 s
         spark = self.spark
         sc = spark.sparkContext
         log_task_failures_once(sc)
         member_count = config.member_count or self.member_count or sc.defaultParallelism
-        dag.validate()
-        dag = fuse_stateless_steps(dag, config)
         job_id = uuid.uuid4().hex[:16]
         store = None
         initial: Manifest | None = None
         record = None
         if config.snapshots_enabled:
-            store, initial, record, completed = self._open_store(dag, config)
+            store, initial, record, completed = self._open_store(prepared, config)
             if completed:
                 from jetspark.runners.identity import CompletedBefore
 
                 return CompletedBefore(record)  # type: ignore[return-value]
             job_id = record.job_id
-            dag = freeze_side_inputs(dag, store, job_id)  # from_dataframe sources: read once, here
-        plan = build_plan(dag, config, member_count, job_id=job_id)
+            prepared = freeze_side_inputs(prepared, store, job_id)  # from_dataframe sources: read once, here
+        plan = plan_execution(prepared, member_count, job_id=job_id)
         if store is not None:
             from jetspark.runners.startpoints import fan_out
 
             fan_out(config, store.job, plan)
-        stages = build_stages(dag)
         check_picklable(plan, config)
-        carriers = {s.index: (s.downstream[0] if s.downstream else DRIVER) for s in stages.stages}
-        rdd_sources = frozenset(v.name for v in dag if isinstance(v.meta_supplier, RddSource))
+        carriers = {s.index: (s.downstream[0] if s.downstream else DRIVER) for s in plan.stages.stages}
         # the tasks send their counts while they run (a job in epochs': the running epoch's)
         live = LiveMetrics.open(sc.getConf().get("spark.driver.host", "127.0.0.1"))
-        spec = TaskSpec(
-            plan,
-            stages,
-            carriers,
-            self.batch_size,
-            self.record_items,
-            rdd_sources,
-            live.address if live else None,
-        )
+        spec = TaskSpec(plan, carriers, self.batch_size, self.record_items, live.address if live else None)
         spec_bytes = dumps_keeping_source(spec)  # executors' tracebacks show the user's file
         name = config.name or f"job-{job_id}"
         if store is not None:
@@ -352,14 +338,12 @@ class SparkRunner:
             assert record is not None
 
             def build(epoch_bytes: bytes) -> tuple[Any, list[Any]]:
-                return self._build_rdds(sc, name, spec_bytes, dag, plan, stages, epoch_bytes)
+                return self._build_rdds(sc, name, spec_bytes, prepared, plan, epoch_bytes)
 
             job = EpochJob(
                 spark,
-                dag,
-                config,
+                prepared,
                 plan,
-                stages,
                 store=store,
                 record=record,
                 build=build,
@@ -373,18 +357,16 @@ class SparkRunner:
         def rebuild() -> tuple[Any, list[Any]]:
             if decisions is not None:
                 decisions.clear()
-            return self._build_rdds(sc, name, spec_bytes, dag, plan, stages, decisions=decisions)
+            return self._build_rdds(sc, name, spec_bytes, prepared, plan, decisions=decisions)
 
         # adaptive parallelism runs Spark jobs while it builds: that happens in the job's thread
         final_rdd, persisted = (None, []) if decisions is not None else rebuild()
-        committer = OutputCommitter.of(job_id, dag)
+        committer = OutputCommitter.of(job_id, prepared)
         committer.prepare()
         batch = SparkJob(
             spark,
-            dag,
-            config,
+            prepared,
             plan,
-            stages,
             final_rdd,
             persisted,
             committer,
@@ -397,7 +379,7 @@ class SparkRunner:
         return batch.start()
 
     def _open_store(
-        self, dag: DAG, config: JobConfig
+        self, prepared: PreparedDag, config: JobConfig
     ) -> tuple[CheckpointStore, Manifest | None, JobRecord, bool]:
         """For a job with a guarantee: check that it can run in epochs, open its checkpoint store,
         find where it starts (its own committed snapshot, else an exported one) and claim the job
@@ -419,18 +401,17 @@ class SparkRunner:
                 f"job {name!r}: JobConfig.adaptive_parallelism applies to batch jobs (processing guarantee "
                 "NONE); a job in epochs keeps one task per member"
             )
-        for vertex in dag:
-            supplier = vertex.meta_supplier
-            if isinstance(supplier, RddSource) and not isinstance(supplier, DataFrameSource):
+        for vertex, can in prepared.capabilities.items():
+            if VertexCapability.READS_RDD in can and VertexCapability.READS_DATAFRAME not in can:
                 raise ValueError(
-                    f"vertex {vertex.name!r}: a from_rdd source cannot be replayed from an offset, so a job with "
+                    f"vertex {vertex!r}: a from_rdd source cannot be replayed from an offset, so a job with "
                     "a processing guarantee cannot use it; use from_dataframe (spark.createDataFrame(rdd)), "
                     "which is read once into a copy, a replayable source (generator_stream, directory_stream) "
                     "or run the job with ProcessingGuarantee.NONE"
                 )
-            if isinstance(supplier, (DataFrameSink, FilesSink)):
+            if can & {VertexCapability.WRITES_DATAFRAME, VertexCapability.WRITES_FILES}:
                 raise ValueError(
-                    f"vertex {vertex.name!r}: this sink publishes its output when the job ends, which a job in "
+                    f"vertex {vertex!r}: this sink publishes its output when the job ends, which a job in "
                     "epochs never reaches safely; use sinks.transactional_files for exactly-once file output"
                 )
         from jetspark.checkpoint import CheckpointStore
@@ -449,9 +430,8 @@ class SparkRunner:
         sc: Any,
         name: str,
         spec_bytes: bytes,
-        dag: DAG,
+        prepared: PreparedDag,
         plan: ExecutionPlan,
-        stages: StagePlan,
         epoch_bytes: bytes | None = None,
         decisions: list[StageDecision] | None = None,
     ) -> tuple[Any, list[Any]]:
@@ -462,7 +442,11 @@ class SparkRunner:
 
         members = plan.member_count
         settings = plan.config.adaptive_parallelism if decisions is not None else None
-        rdd_sources = {v.name: v.meta_supplier for v in dag if isinstance(v.meta_supplier, RddSource)}
+        stages = plan.stages
+        rdd_sources = {
+            name: cast(RddSource, prepared.meta_supplier(name))
+            for name in plan.with_capability(VertexCapability.READS_RDD)
+        }
         outputs: dict[int, Any] = {}
         persisted: list[Any] = []
 

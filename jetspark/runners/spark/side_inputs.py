@@ -18,14 +18,13 @@ which must then still exist.
 
 from __future__ import annotations
 
-import copy
 import functools
 import logging
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from jetspark.core.dag import DAG, Vertex
-from jetspark.core.suppliers import ProcessorMetaSupplier, ProcessorSupplier
+from jetspark.core.suppliers import ProcessorMetaSupplier, ProcessorSupplier, VertexCapability
+from jetspark.planning.pipeline import PreparedDag, replace_meta_suppliers
 from jetspark.processors.file_sources import parquet_source
 from jetspark.processors.sources import from_iterable
 from jetspark.processors.split_readers import ParquetSplitReader
@@ -57,26 +56,25 @@ def _local(store: CheckpointStore) -> bool:
     return "file" in (protocol if isinstance(protocol, tuple) else (protocol,))
 
 
-def freeze_side_inputs(dag: DAG, store: CheckpointStore, job_id: str) -> DAG:
-    """`dag` with every `from_dataframe` source replaced by a Parquet source over its frozen copy
-    (written now, unless an earlier run of this job wrote it); `dag` itself when it has none."""
+def freeze_side_inputs(prepared: PreparedDag, store: CheckpointStore, job_id: str) -> PreparedDag:
+    """`prepared` with every `from_dataframe` source (`VertexCapability.READS_DATAFRAME`) replaced
+    by a Parquet source over its frozen copy (written now, unless an earlier run of this job wrote
+    it); `prepared` itself when it has none."""
     frozen: dict[str, ProcessorMetaSupplier] = {}
-    for vertex in dag:
-        source = vertex.meta_supplier
-        if not isinstance(source, DataFrameSource):
-            continue
+    for name in prepared.with_capability(VertexCapability.READS_DATAFRAME):
+        source = cast(DataFrameSource, prepared.meta_supplier(name))
         if not _local(store):
             raise ValueError(
-                f"vertex {vertex.name!r}: under a processing guarantee a from_dataframe source is copied once "
+                f"vertex {name!r}: under a processing guarantee a from_dataframe source is copied once "
                 f"under JobConfig.checkpoint_root, which must then be a file system path both Spark and "
                 f"the executors read (got protocol {store.fs.protocol!r})"
             )
-        directory = side_input_dir(store, job_id, vertex.name)
+        directory = side_input_dir(store, job_id, name)
         if not store.fs.exists(f"{directory}/_SUCCESS"):  # a run that died while writing it left no marker
-            _log.info("vertex %r: copying its DataFrame to %s (read once)", vertex.name, directory)
+            _log.info("vertex %r: copying its DataFrame to %s (read once)", name, directory)
             source.df.write.mode("overwrite").parquet(f"file://{directory}")
-        frozen[vertex.name] = ProcessorMetaSupplier.of(_frozen_source(directory, source.df.columns))
-    return _replaced(dag, frozen) if frozen else dag
+        frozen[name] = ProcessorMetaSupplier.of(_frozen_source(directory, source.df.columns))
+    return replace_meta_suppliers(prepared, frozen)
 
 
 def _frozen_source(directory: str, columns: Sequence[str]) -> ProcessorSupplier:
@@ -94,20 +92,3 @@ def drop_side_inputs(store: CheckpointStore) -> None:
             store.fs.rm(path, recursive=True)
     except OSError:
         _log.exception("deleting %s failed", path)
-
-
-def _replaced(dag: DAG, suppliers: dict[str, ProcessorMetaSupplier]) -> DAG:
-    """A copy of `dag` whose named vertices take the given meta suppliers; `dag` is not changed."""
-    result = DAG()
-    vertices: dict[str, Vertex] = {}
-    for vertex in dag:
-        if vertex.name in suppliers:
-            vertex = Vertex(vertex.name, suppliers[vertex.name], vertex.local_parallelism)
-        vertices[vertex.name] = result.vertex(vertex)
-    for old in dag.edges:
-        new = copy.copy(old)
-        new.source = vertices[old.source.name]
-        assert old.destination is not None
-        new.destination = vertices[old.destination.name]
-        result.edge(new)
-    return result

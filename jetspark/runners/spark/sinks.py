@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from jetspark.core.suppliers import MemberSuppliers, ProcessorMetaSupplier
+from jetspark.core.suppliers import MemberSuppliers, ProcessorMetaSupplier, VertexCapability
 from jetspark.processors.sinks import collect
 
 
@@ -29,6 +29,9 @@ class DataFrameSink(ProcessorMetaSupplier):
         self.mode = mode
         self.schema = schema
         self.options = options
+
+    def capabilities(self) -> frozenset[VertexCapability]:
+        return frozenset({VertexCapability.WRITES_DATAFRAME})
 
     def get(self, member_indexes: Sequence[int]) -> MemberSuppliers:
         supplier = collect()

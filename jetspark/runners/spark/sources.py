@@ -23,7 +23,12 @@ from jetspark.core.context import ProcessorContext
 from jetspark.core.errors import JetsparkError
 from jetspark.core.outbox import Outbox
 from jetspark.core.processor import Processor
-from jetspark.core.suppliers import MemberSuppliers, ProcessorMetaSupplier, ProcessorSupplier
+from jetspark.core.suppliers import (
+    MemberSuppliers,
+    ProcessorMetaSupplier,
+    ProcessorSupplier,
+    VertexCapability,
+)
 from jetspark.core.watermark import Watermark
 from jetspark.planning.pruning import PartitionPruning
 from jetspark.runners.spark.partition_pruning import only_partitions
@@ -92,6 +97,9 @@ class RddSource(ProcessorMetaSupplier):
                 )
             self.partitions = tuple(sorted({partitioner(key) for key in self.keys}))
 
+    def capabilities(self) -> frozenset[VertexCapability]:
+        return frozenset({VertexCapability.READS_RDD})
+
     def get(self, member_indexes: Sequence[int]) -> MemberSuppliers:
         """A supplier for each member that reads a partition (partition p goes to p % members)."""
         supplier = _SparkInputSupplier()
@@ -125,6 +133,9 @@ class DataFrameSource(RddSource):
     def __init__(self, df: Any) -> None:
         super().__init__(df.rdd)
         self.df = df
+
+    def capabilities(self) -> frozenset[VertexCapability]:
+        return frozenset({VertexCapability.READS_RDD, VertexCapability.READS_DATAFRAME})
 
 
 def from_rdd(rdd: Any, keys: Collection[Any] | None = None) -> RddSource:

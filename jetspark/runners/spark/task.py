@@ -29,11 +29,11 @@ import attrs
 
 from jetspark.core.context import EPOCHS_ATTRIBUTE, RESULTS_ATTRIBUTE, STARTPOINTS_ATTRIBUTE
 from jetspark.core.errors import JobFailedError
+from jetspark.core.suppliers import VertexCapability
 from jetspark.engine.queue import QueueReceiver, QueueSender
 from jetspark.log_level import apply_log_level
 from jetspark.planning.defs import EdgeDef
 from jetspark.planning.plan import ExecutionPlan, ProcessorId
-from jetspark.planning.stages import StagePlan
 from jetspark.processors.staging import STAGING_ATTRIBUTE
 from jetspark.runners.member import MemberExecution
 from jetspark.runners.output import AttemptStaging
@@ -60,14 +60,13 @@ SPARK_INPUT_ATTRIBUTE = "jetspark.spark.input"
 class TaskSpec:
     """Everything a task needs, pickled once on the driver (meta suppliers stay there)."""
 
+    #: With its stages (`plan.stages`) and each vertex's capabilities: a `from_rdd` source's
+    #: members read Spark data (in place or shuffled).
     plan: ExecutionPlan
-    stages: StagePlan
     #: stage index -> the stage that passes its results and metrics on, or DRIVER.
     carriers: dict[int, int]
     batch_size: int
     record_items: int
-    #: `from_rdd` source vertices: their members read Spark data (in place or shuffled).
-    rdd_sources: frozenset[str] = frozenset()
     #: Where tasks send their live counts (`runners.spark.live`), or None.
     live: Address | None = None
 
@@ -124,7 +123,7 @@ def run_stage_task(
         )
         raise encode_failure(_failed(message, None, cause), None, None) from cause
     plan = spec.plan
-    stage = spec.stages.stages[stage_index]
+    stage = plan.stages.stages[stage_index]
     carrier = spec.carriers[stage_index]
     output = TaskOutput()
     reader = ShuffleReader(iter(records)) if direct_source is None else None
@@ -132,7 +131,7 @@ def run_stage_task(
     for vertex in stage.vertices:
         if vertex == direct_source:
             inputs[vertex] = IteratorSourceInput(iter(records))
-        elif vertex in spec.rdd_sources and reader is not None:
+        elif VertexCapability.READS_RDD in plan.vertices[vertex].capabilities and reader is not None:
             inputs[vertex] = reader.source(vertex)
     staging = AttemptStaging(plan.job_id, _attempt_id())
     epoch: EpochTask | None = None
@@ -149,7 +148,7 @@ def run_stage_task(
         index = edge.index
         name = f"edge {edge.name} {producer}->{consumer}"
         if edge.source_name in stage.vertices and producer[0] in members:
-            target = spec.stages.stage_of[edge.destination_name]
+            target = plan.stages.stage_of[edge.destination_name]
             return CaptureQueue(
                 name, index, producer, consumer, target, spec.record_items, output, edge.queue_size
             )
@@ -183,7 +182,7 @@ def run_stage_task(
         processor_count = sum(
             plan.vertices[v].local_parallelism
             for v in stage.vertices
-            if plan.vertices[v].suppliers.get(member) is not None
+            if plan.vertices[v].supplier(member) is not None
         )
         from jetspark.checkpoint.entries import CorruptSnapshotError  # epochs only: batch needs no fsspec
 

@@ -24,7 +24,8 @@ from jetspark.checkpoint.startpoints import (
 )
 from jetspark.core import DAG, Edge, JobConfig, ProcessingGuarantee
 from jetspark.core.context import STARTPOINTS_ATTRIBUTE
-from jetspark.planning.plan import ExecutionPlan, build_plan
+from jetspark.planning.pipeline import build_plan
+from jetspark.planning.plan import ExecutionPlan
 from jetspark.runners import startpoints as runner_startpoints
 
 A = SourcePartition("lines", "a.log")

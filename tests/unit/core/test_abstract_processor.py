@@ -9,7 +9,7 @@ from jetspark.core import DAG, AbstractProcessor, JobConfig
 from jetspark.engine.outbox import OutboxImpl
 from jetspark.engine.queue import BoundedQueue
 from jetspark.engine.routing import UnicastCollector
-from jetspark.planning.plan import build_plan
+from jetspark.planning.pipeline import build_plan
 from tests.queues import drain
 
 

@@ -20,7 +20,7 @@ from jetspark.engine.routing import UnicastCollector
 from jetspark.engine.snapshot import SnapshotContext, decode_entries
 from jetspark.engine.special import SnapshotBarrier
 from jetspark.engine.tasklet import ProcessorTasklet, State
-from jetspark.planning.plan import build_plan
+from jetspark.planning.pipeline import build_plan
 from tests.contract.harness import DONE, TaskletHarness
 from tests.contract.recording import Behaviour, Boom, RecordingProcessor
 

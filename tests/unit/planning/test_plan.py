@@ -20,7 +20,8 @@ from jetspark.core import (
     Vertex,
 )
 from jetspark.core.suppliers import MemberSuppliers
-from jetspark.planning.plan import build_plan
+from jetspark.planning.pipeline import build_plan
+from jetspark.planning.plan import create_processors
 
 
 class Noop(AbstractProcessor):
@@ -113,7 +114,7 @@ def test_processor_context_places_the_processor() -> None:
 def test_create_processors_makes_local_parallelism_processors() -> None:
     dag = DAG()
     dag.new_vertex("v", Noop, 3)
-    processors = build_plan(dag, JobConfig(), 2).create_processors("v", 1)
+    processors = create_processors(build_plan(dag, JobConfig(), 2), "v", 1)
     assert len(processors) == 3 and len({id(p) for p in processors}) == 3
 
 
@@ -123,7 +124,7 @@ def test_a_member_without_supplier_runs_no_processor_of_the_vertex() -> None:
     plan = build_plan(dag, JobConfig(), 3)
     assert plan.vertex_plan("v").members() == [0, 2]
     assert plan.vertex_plan("v").processor_ids() == [(0, 0), (0, 1), (2, 0), (2, 1)]
-    assert plan.create_processors("v", 1) == []
+    assert create_processors(plan, "v", 1) == []
 
 
 class WrongCount(ProcessorSupplier):
@@ -142,14 +143,14 @@ def test_a_supplier_returning_the_wrong_number_names_vertex_and_member() -> None
     with pytest.raises(
         DagValidationError, match=r"vertex 'v': supplier returned 3 processors on member 1, expected 2"
     ):
-        build_plan(dag, JobConfig(), 2).create_processors("v", 1)
+        create_processors(build_plan(dag, JobConfig(), 2), "v", 1)
 
 
 def test_a_supplier_returning_a_non_processor_names_the_vertex() -> None:
     dag = DAG()
     dag.new_vertex("v", NotAProcessor(), 1)
     with pytest.raises(DagValidationError, match=r"vertex 'v': supplier returned object, not a Processor"):
-        build_plan(dag, JobConfig(), 1).create_processors("v", 0)
+        create_processors(build_plan(dag, JobConfig(), 1), "v", 0)
 
 
 # ---- routing targets -------------------------------------------------------------------------
@@ -158,20 +159,20 @@ def test_a_supplier_returning_a_non_processor_names_the_vertex() -> None:
 def test_a_local_edge_stays_on_the_producers_member() -> None:
     dag, edge = two_vertices("unicast")
     plan = build_plan(dag, JobConfig(), 2)
-    assert plan.consumers_of(plan.edge_def(edge), (1, 0)).consumers == [(1, 0), (1, 1)]
+    assert plan.consumers_of(plan.edge_def(edge), (1, 0)).consumers == ((1, 0), (1, 1))
 
 
 def test_a_distributed_edge_reaches_every_member() -> None:
     dag, edge = two_vertices("broadcast", distributed=True)
     plan = build_plan(dag, JobConfig(), 2)
-    assert plan.consumers_of(plan.edge_def(edge), (1, 0)).consumers == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert plan.consumers_of(plan.edge_def(edge), (1, 0)).consumers == ((0, 0), (0, 1), (1, 0), (1, 1))
 
 
 def test_an_isolated_edge_pairs_processors() -> None:
     dag, edge = two_vertices("isolated", up_lp=2, down_lp=4)
     plan = build_plan(dag, JobConfig(), 1)
-    assert plan.consumers_of(plan.edge_def(edge), (0, 0)).consumers == [(0, 0), (0, 2)]
-    assert plan.consumers_of(plan.edge_def(edge), (0, 1)).consumers == [(0, 1), (0, 3)]
+    assert plan.consumers_of(plan.edge_def(edge), (0, 0)).consumers == ((0, 0), (0, 2))
+    assert plan.consumers_of(plan.edge_def(edge), (0, 1)).consumers == ((0, 1), (0, 3))
     assert plan.producers_of(plan.edge_def(edge), (0, 3)) == [(0, 1)]
 
 
@@ -183,7 +184,7 @@ def test_an_isolated_edge_to_fewer_processors_sends_each_upstream_to_one_downstr
     definition = plan.edge_def(edge)
     for member in range(2):
         for local in range(5):
-            assert plan.consumers_of(definition, (member, local)).consumers == [(member, local % 2)]
+            assert plan.consumers_of(definition, (member, local)).consumers == ((member, local % 2),)
     assert plan.producers_of(definition, (1, 0)) == [(1, 0), (1, 2), (1, 4)]
     assert plan.producers_of(definition, (1, 1)) == [(1, 1), (1, 3)]
 
@@ -192,7 +193,7 @@ def test_a_fanout_edge_groups_consumers_by_member() -> None:
     dag, edge = two_vertices("fanout", distributed=True)
     plan = build_plan(dag, JobConfig(), 3)
     targets = plan.consumers_of(plan.edge_def(edge), (0, 0))
-    assert targets.consumers_by_member == [[0, 1], [2, 3], [4, 5]]
+    assert targets.consumers_by_member == ((0, 1), (2, 3), (4, 5))
 
 
 def test_a_partitioned_edge_to_a_member_without_the_owner_is_an_error() -> None:
@@ -228,7 +229,7 @@ def test_producers_of_is_the_inverse_of_consumers_of() -> None:
 def test_processors_of_a_rejected_supplier_result_are_closed() -> None:
     """The seed: close() is called for every processor made, even when init() never ran."""
     from jetspark.core import DAG, AbstractProcessor, JobConfig, ProcessorSupplier
-    from jetspark.planning.plan import build_plan
+    from jetspark.planning.pipeline import build_plan
 
     closed: list[int] = []
 
@@ -244,7 +245,7 @@ def test_processors_of_a_rejected_supplier_result_are_closed() -> None:
     dag.new_vertex("v", TooMany(), local_parallelism=2)
     plan = build_plan(dag, JobConfig(), 1)
     with pytest.raises(DagValidationError, match="vertex 'v': supplier returned 3 processors"):
-        plan.create_processors("v", 0)
+        create_processors(plan, "v", 0)
     assert len(closed) == 3
 
 
@@ -268,4 +269,4 @@ def test_a_plan_pickles_without_the_dag_or_its_meta_suppliers() -> None:
     assert (edge.index, edge.source_name, edge.destination_name, edge.priority) == (0, "up", "down", 3)
     assert copy.vertices["down"].inbound[0] is edge and copy.vertices["up"].outbound[0] is edge
     assert edge.key_fn(15) == 1
-    assert copy.consumers_of(edge, (1, 1)).consumers == [(0, 0), (1, 0)]
+    assert copy.consumers_of(edge, (1, 1)).consumers == ((0, 0), (1, 0))

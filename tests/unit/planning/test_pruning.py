@@ -19,7 +19,7 @@ from jetspark.core import (
 from jetspark.core.partitioner import default_partitioner
 from jetspark.core.suppliers import MemberSuppliers
 from jetspark.planning.explain import explain
-from jetspark.planning.plan import build_plan
+from jetspark.planning.pipeline import build_plan
 from jetspark.processors import sinks, transforms
 from jetspark.runners.local import LocalRunner
 
@@ -160,7 +160,7 @@ def test_a_constant_key_edge_needs_only_its_keys_member() -> None:
     assert plan.vertex_plan("total").members() == [owner[0]]
     assert plan.vertex_plan("sink").members() == [owner[0]]
     for producer in plan.vertex_plan("source").processor_ids():
-        assert plan.consumers_of(plan.edge_def(edge), producer).consumers == [owner]
+        assert plan.consumers_of(plan.edge_def(edge), producer).consumers == (owner,)
     text = explain(dag, JobConfig(), 4)
     assert (
         f"edge source[0] -> total[0]: constant key 'k' (partition {partition}): only its owner consumes"

@@ -18,7 +18,8 @@ from jetspark.core.context import RESULTS_ATTRIBUTE
 from jetspark.core.errors import DagValidationError, JobFailedError
 from jetspark.engine.inbox import ListInbox
 from jetspark.engine.outbox import OutboxImpl
-from jetspark.planning.plan import build_plan
+from jetspark.planning.pipeline import build_plan
+from jetspark.planning.plan import create_processors
 from jetspark.runners.job import JobStatus
 from jetspark.runners.local import LocalJob, LocalRunner
 from tests.gates import Gate, gated_stream
@@ -57,7 +58,7 @@ def collect_processor(attributes: dict[str, Any]) -> Any:
     dag = DAG()
     dag.new_vertex("out", P.collect())
     plan = build_plan(dag, JobConfig(pruning=False), 1)  # alone, it would be pruned
-    [processor] = plan.create_processors("out", 0)
+    [processor] = create_processors(plan, "out", 0)
     context = plan.processor_context("out", 0, 0)
     context.attributes.update(attributes)
     processor.init(OutboxImpl([], "out"), context)

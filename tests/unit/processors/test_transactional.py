@@ -14,7 +14,8 @@ from jetspark.core.context import EPOCHS_ATTRIBUTE
 from jetspark.engine.inbox import ListInbox
 from jetspark.engine.outbox import OutboxImpl
 from jetspark.engine.snapshot import SnapshotEntry
-from jetspark.planning.plan import build_plan
+from jetspark.planning.pipeline import build_plan
+from jetspark.planning.plan import create_processors
 from jetspark.processors.transactional import read_lines
 
 
@@ -33,7 +34,7 @@ def sink(out: Path, saved: Saved, epochs: bool = False) -> Any:
     dag.new_vertex("out", P.transactional_files(str(out)))
     config = JobConfig(processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE)
     plan = build_plan(dag, config, 1, job_id="job1")
-    [processor] = plan.create_processors("out", 0)
+    [processor] = create_processors(plan, "out", 0)
     context = plan.processor_context("out", 0, 0)
     if epochs:
         context.attributes[EPOCHS_ATTRIBUTE] = True

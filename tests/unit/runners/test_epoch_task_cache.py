@@ -13,7 +13,8 @@ from jetspark import DAG, Edge, JobConfig
 from jetspark import processors as P
 from jetspark.checkpoint import CheckpointStore
 from jetspark.checkpoint.entries import Entry
-from jetspark.planning.plan import ExecutionPlan, build_plan
+from jetspark.planning.pipeline import build_plan
+from jetspark.planning.plan import ExecutionPlan
 from jetspark.runners.spark import state_cache
 from jetspark.runners.spark.epoch_task import EpochSpec, EpochTask
 from tests.unit.runners.test_state_cache import Counting

@@ -12,7 +12,7 @@ from jetspark.core.dag import DAG, Edge
 from jetspark.core.processor import Processor
 from jetspark.engine.queue import BoundedQueue, QueueReceiver, QueueSender
 from jetspark.engine.snapshot import SnapshotContext
-from jetspark.planning.plan import build_plan
+from jetspark.planning.pipeline import build_plan
 from jetspark.processors import sinks, sources
 from jetspark.runners.spark.shuffle_in import ShuffleReader
 from jetspark.runners.spark.shuffle_out import CaptureQueue, TaskOutput
