@@ -30,14 +30,16 @@ import shutil
 import threading
 import time
 from collections.abc import Iterable
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import attrs
 
 from jetspark.core.errors import DagValidationError
 from jetspark.core.suppliers import VertexCapability
-from jetspark.planning.pipeline import PreparedDag
 from jetspark.processors.sinks import FilesSink
+
+if TYPE_CHECKING:  # tasks import this module (staging); planning stays on the driver
+    from jetspark.planning.pipeline import PreparedDag
 
 _log = logging.getLogger("jetspark.output")
 STAGING_DIR = "_temporary"

@@ -168,6 +168,15 @@ def test_readme_example_runs_with_jetspark_run_local() -> None:
     assert [line.split()[0] for line in lines[2:]] == [f"{rank}." for rank in range(1, 11)]
 
 
+# ---- docs/architecture.md --------------------------------------------------------------------
+
+
+def test_the_planning_sample_finds_the_files_sink_by_capability_in_a_frozen_plan(
+    ran: dict[Path, Ran],
+) -> None:
+    assert ran[ROOT / "docs" / "architecture.md"].stdout == "['out']\nfrozen\n"
+
+
 # ---- docs/event-time.md ----------------------------------------------------------------------
 
 

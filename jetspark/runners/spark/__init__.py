@@ -7,14 +7,47 @@ data; `write_dataframe` a sink whose output becomes a DataFrame; `write_epochs` 
 epoch's output to a table, exactly once. See docs/spark.md.
 """
 
-from jetspark.runners.spark.epoch_tables import write_epochs as write_epochs
-from jetspark.runners.spark.runner import SparkJob as SparkJob
-from jetspark.runners.spark.runner import SparkRunner as SparkRunner
-from jetspark.runners.spark.session import JavaNotFoundError as JavaNotFoundError
-from jetspark.runners.spark.session import get_session as get_session
-from jetspark.runners.spark.sinks import write_dataframe as write_dataframe
-from jetspark.runners.spark.sources import from_dataframe as from_dataframe
-from jetspark.runners.spark.sources import from_rdd as from_rdd
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from jetspark.runners.spark.epoch_tables import write_epochs as write_epochs
+    from jetspark.runners.spark.runner import SparkJob as SparkJob
+    from jetspark.runners.spark.runner import SparkRunner as SparkRunner
+    from jetspark.runners.spark.session import JavaNotFoundError as JavaNotFoundError
+    from jetspark.runners.spark.session import get_session as get_session
+    from jetspark.runners.spark.sinks import write_dataframe as write_dataframe
+    from jetspark.runners.spark.sources import from_dataframe as from_dataframe
+    from jetspark.runners.spark.sources import from_rdd as from_rdd
+
+#: Imported when first asked for: a Spark task imports this package (its modules are in it) and
+#: needs none of the driver's runner and planning code.
+_HOMES = {
+    "write_epochs": "jetspark.runners.spark.epoch_tables",
+    "SparkJob": "jetspark.runners.spark.runner",
+    "SparkRunner": "jetspark.runners.spark.runner",
+    "JavaNotFoundError": "jetspark.runners.spark.session",
+    "get_session": "jetspark.runners.spark.session",
+    "write_dataframe": "jetspark.runners.spark.sinks",
+    "from_dataframe": "jetspark.runners.spark.sources",
+    "from_rdd": "jetspark.runners.spark.sources",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOMES])
+
 
 __all__ = [
     "JavaNotFoundError",

@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from jetspark.core.context import MetaSupplierContext, ProcessorContext
 from jetspark.core.errors import JobFailedError
@@ -37,8 +37,10 @@ from jetspark.core.suppliers import (
     ProcessorSupplier,
     VertexCapability,
 )
-from jetspark.planning.pipeline import PreparedDag
 from jetspark.processors.sinks import _CollectP
+
+if TYPE_CHECKING:  # its sink runs in tasks; planning stays on the driver
+    from jetspark.planning.pipeline import PreparedDag
 
 _log = logging.getLogger("jetspark.spark.epoch_tables")
 STAGING = "_jetspark_staging"
