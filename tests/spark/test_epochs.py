@@ -117,6 +117,22 @@ def test_a_from_rdd_source_is_refused_in_epochs_naming_the_vertex(spark: Any, tm
         SparkRunner(spark).submit(dag, epochs(tmp_path))
 
 
+@pytest.mark.parametrize("kind", ["files", "dataframe"])
+def test_a_sink_that_publishes_at_the_end_is_refused_in_epochs_naming_the_vertex(
+    spark: Any, tmp_path: Path, kind: str
+) -> None:
+    from jetspark import processors as P
+    from jetspark.core import DAG, Edge
+    from jetspark.runners.spark import write_dataframe
+
+    dag = DAG()
+    source = dag.new_vertex("numbers", P.from_iterable(range(10)))
+    sink = P.files(str(tmp_path / "out")) if kind == "files" else write_dataframe(str(tmp_path / "out"))
+    dag.edge(Edge.between(source, dag.new_vertex("out", sink)))
+    with pytest.raises(ValueError, match="vertex 'out': this sink publishes its output when the job ends"):
+        SparkRunner(spark).submit(dag, epochs(tmp_path / "ck"))
+
+
 def test_suspend_then_resume_continues_from_the_committed_snapshot(spark: Any, tmp_path: Path) -> None:
     gate = Gate(tmp_path / "gate", hold_at=1500)
     job = SparkRunner(spark).submit(counting_dag(gate=gate), epochs(tmp_path / "ck", interval=150))
