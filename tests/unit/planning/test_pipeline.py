@@ -91,10 +91,8 @@ def test_collections_in_a_plan_are_tuples_and_read_only_maps() -> None:
 
 def test_a_plan_pickles_as_it_is_and_stays_read_only() -> None:
     plan = build_plan(chain(), JobConfig(), 3)
-    for copy in (
-        pickle.loads(cloudpickle.dumps(plan)),
-        pickle.loads(cloudpickle.dumps(pickle.loads(cloudpickle.dumps(plan)))),
-    ):
+    once = pickle.loads(cloudpickle.dumps(plan))
+    for copy in (once, pickle.loads(cloudpickle.dumps(once))):  # as a task gets it, and again
         assert list(copy.vertices) == list(plan.vertices) == ["source", "double", "small", "sink"]
         assert copy.stages.stage_of == plan.stages.stage_of
         assert copy.vertices["sink"].members() == plan.vertices["sink"].members()
