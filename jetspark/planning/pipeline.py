@@ -86,9 +86,14 @@ def _prepared(dag: DAG, config: JobConfig) -> PreparedDag:
         dag=dag,
         config=config,
         stages=build_stages(dag),
-        capabilities=FrozenMap((v.name, v.meta_supplier.capabilities()) for v in dag.topological_order()),
+        capabilities=_capabilities(dag),
         snapshot_blocking=frozenset(snapshot_blocking_vertices(dag)),
     )
+
+
+def _capabilities(dag: DAG) -> FrozenMap[str, frozenset[VertexCapability]]:
+    """Each vertex's capabilities, as its meta supplier declares them (topological order)."""
+    return FrozenMap((v.name, v.meta_supplier.capabilities()) for v in dag.topological_order())
 
 
 def replace_meta_suppliers(
@@ -114,7 +119,7 @@ def replace_meta_suppliers(
     return attrs.evolve(
         prepared,
         dag=result,
-        capabilities=FrozenMap((v.name, v.meta_supplier.capabilities()) for v in result.topological_order()),
+        capabilities=_capabilities(result),
     )
 
 

@@ -16,6 +16,7 @@ from jetspark.processors import collect, from_iterable
 from jetspark.processors import map as map_p
 from jetspark.runners.local import JobStatus, LocalRunner
 from jetspark.runners.spark import SparkRunner
+from tests.counting import CountingDAG
 from tests.spark import dags
 
 pytestmark = pytest.mark.spark
@@ -113,18 +114,6 @@ def test_member_count_is_checked_by_the_spark_runner_as_by_the_job_config(
     """No Spark needed: the runner refuses at construction what JobConfig refuses."""
     with pytest.raises(error, match=r"SparkRunner: member_count must be an int >= 1"):
         SparkRunner(member_count=count)  # type: ignore[arg-type]
-
-
-class CountingDAG(DAG):
-    """A DAG that counts how often it is validated."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.validations = 0
-
-    def validate(self) -> None:
-        self.validations += 1
-        super().validate()
 
 
 def test_a_spark_job_validates_its_dag_once_and_runs_from_the_frozen_plan(spark: Any) -> None:

@@ -24,18 +24,7 @@ from jetspark.runners.local import LocalRunner
 from jetspark.runners.spark.epoch_tables import write_epochs
 from jetspark.runners.spark.sinks import write_dataframe
 from jetspark.runners.spark.sources import DataFrameSource, RddSource
-
-
-class CountingDAG(DAG):
-    """A DAG that counts how often it is validated."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.validations = 0
-
-    def validate(self) -> None:
-        self.validations += 1
-        super().validate()
+from tests.counting import CountingDAG
 
 
 def chain(dag: DAG | None = None, count: int = 10) -> DAG:
