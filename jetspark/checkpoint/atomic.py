@@ -14,10 +14,7 @@ import os
 import uuid
 from typing import Any
 
-
-def is_local(fs: Any) -> bool:
-    protocol = fs.protocol
-    return bool({"file", "local"} & set(protocol if isinstance(protocol, tuple) else (protocol,)))
+from jetspark.filesystems import is_local
 
 
 def write_file(fs: Any, path: str, data: bytes) -> None:

@@ -23,6 +23,7 @@ import time
 
 from jetspark.checkpoint import CheckpointStore
 from jetspark.core.errors import JobAlreadyRunningError
+from jetspark.filesystems import is_local
 
 _log = logging.getLogger("jetspark.job")
 LOCK_FILE = "DRIVER"
@@ -33,15 +34,10 @@ _warned: set[str] = set()
 _mutex = threading.Lock()
 
 
-def _is_local(store: CheckpointStore) -> bool:
-    protocol = store.fs.protocol
-    return bool({"file", "local"} & set(protocol if isinstance(protocol, tuple) else (protocol,)))
-
-
 def acquire(store: CheckpointStore) -> None:
     """Hold the job's driver lock; raise `JobAlreadyRunningError` naming the driver that holds it."""
     job_dir = store.job_dir
-    if not _is_local(store):
+    if not is_local(store.fs):
         if job_dir not in _warned:
             _warned.add(job_dir)
             _log.warning(

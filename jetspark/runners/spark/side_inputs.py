@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from jetspark.core.dag import DAG, Vertex
 from jetspark.core.suppliers import ProcessorMetaSupplier, ProcessorSupplier
+from jetspark.filesystems import is_local
 from jetspark.processors.file_sources import parquet_source
 from jetspark.processors.sources import from_iterable
 from jetspark.processors.split_readers import ParquetSplitReader
@@ -52,11 +53,6 @@ def side_input_dir(store: CheckpointStore, job_id: str, vertex: str) -> str:
     return f"{store.job_dir}/{SIDE_INPUTS}/{job_id}/{vertex}"
 
 
-def _local(store: CheckpointStore) -> bool:
-    protocol = store.fs.protocol
-    return "file" in (protocol if isinstance(protocol, tuple) else (protocol,))
-
-
 def freeze_side_inputs(dag: DAG, store: CheckpointStore, job_id: str) -> DAG:
     """`dag` with every `from_dataframe` source replaced by a Parquet source over its frozen copy
     (written now, unless an earlier run of this job wrote it); `dag` itself when it has none."""
@@ -65,7 +61,7 @@ def freeze_side_inputs(dag: DAG, store: CheckpointStore, job_id: str) -> DAG:
         source = vertex.meta_supplier
         if not isinstance(source, DataFrameSource):
             continue
-        if not _local(store):
+        if not is_local(store.fs):
             raise ValueError(
                 f"vertex {vertex.name!r}: under a processing guarantee a from_dataframe source is copied once "
                 f"under JobConfig.checkpoint_root, which must then be a file system path both Spark and "
