@@ -191,9 +191,7 @@ class CheckpointStore:
             self.snapshot_dir(snapshot_id), snapshot_id, files, partition_count, extra
         )
         atomic.sync_directory(self.fs, f"{self.job_dir}/snapshots")  # the new snapshot's directory
-        self._replace(
-            f"{self.job_dir}/LATEST", json.dumps({"snapshot_id": snapshot_id, "manifest": manifest.checksum})
-        )
+        self._point_latest_at(manifest)
         try:  # the snapshot is committed now: failing to tidy up must not report it as failed
             self._apply_retention(snapshot_id)
         except OSError:
@@ -220,16 +218,13 @@ class CheckpointStore:
     def read_record(self) -> JobRecord | None:
         """The job's record (`job_record.py`); None before the job's first submit."""
         try:
-            raw = self.fs.cat_file(self.record_path)
-        except FileNotFoundError:
-            return None
-        try:
-            return JobRecord.from_json(raw)
+            body = atomic.read_json(self.fs, self.record_path)
+            return None if body is None else JobRecord.from_body(body)
         except (ValueError, KeyError, TypeError) as error:
             raise CorruptSnapshotError(self.record_path, f"cannot be read ({error})") from error
 
     def write_record(self, record: JobRecord) -> None:
-        self._replace(self.record_path, record.to_json())
+        atomic.replace_json(self.fs, self.record_path, record.to_body())
 
     def finish(self, record: JobRecord) -> None:
         """The job completed: mark its record so (first: a death after it still says completed),
@@ -332,11 +327,9 @@ class CheckpointStore:
     def load_manifest(self, directory: str) -> Manifest:
         path = f"{directory}/manifest.json"
         try:
-            raw = self.fs.cat_file(path)
-        except FileNotFoundError:
-            raise CorruptSnapshotError(path, "is missing") from None
-        try:
-            body = json.loads(raw)
+            body = atomic.read_json(self.fs, path)
+            if body is None:
+                raise CorruptSnapshotError(path, "is missing")
             checksum = body.pop("checksum")
             if _body_checksum(body) != checksum:
                 raise CorruptSnapshotError(path, "fails its checksum")
@@ -444,10 +437,7 @@ class CheckpointStore:
             "extra": extra or {},
         }
         checksum = _body_checksum(body)
-        self.fs.makedirs(directory, exist_ok=True)
-        self._replace(
-            f"{directory}/manifest.json", json.dumps({**body, "checksum": checksum}, sort_keys=True)
-        )
+        atomic.replace_json(self.fs, f"{directory}/manifest.json", {**body, "checksum": checksum})
         return Manifest(
             directory,
             self.job,
@@ -459,18 +449,17 @@ class CheckpointStore:
             body["extra"],
         )
 
-    def _replace(self, path: str, text: str) -> None:
-        """Write `path` atomically and durably (`atomic.replace`)."""
-        atomic.replace(self.fs, path, text.encode())
+    def _point_latest_at(self, manifest: Manifest) -> None:
+        """Replace `LATEST` (atomically, durably): from now on `manifest`'s snapshot is committed."""
+        body = {"snapshot_id": manifest.snapshot_id, "manifest": manifest.checksum}
+        atomic.replace_json(self.fs, f"{self.job_dir}/LATEST", body)
 
     def _read_latest(self) -> dict[str, Any] | None:
         path = f"{self.job_dir}/LATEST"
         try:
-            raw = self.fs.cat_file(path)
-        except FileNotFoundError:
-            return None
-        try:
-            pointer: dict[str, Any] = json.loads(raw)
+            pointer: dict[str, Any] | None = atomic.read_json(self.fs, path)
+            if pointer is None:
+                return None
             int(pointer["snapshot_id"])
             str(pointer["manifest"])
         except (ValueError, KeyError, TypeError) as error:
@@ -489,10 +478,7 @@ class CheckpointStore:
     def _fall_back_to(self, manifest: Manifest, damage: CorruptSnapshotError | None) -> None:
         """`LATEST` back to the intact `manifest`; the damaged newer snapshots are deleted."""
         _log.warning("job %r: falling back to snapshot %d (%s)", self.job, manifest.snapshot_id, damage)
-        self._replace(
-            f"{self.job_dir}/LATEST",
-            json.dumps({"snapshot_id": manifest.snapshot_id, "manifest": manifest.checksum}),
-        )
+        self._point_latest_at(manifest)
         for snapshot_id in self._snapshot_ids():
             if snapshot_id > manifest.snapshot_id:
                 self._remove(self.snapshot_dir(snapshot_id))
