@@ -4,7 +4,9 @@ Layout under the root::
 
     <job>/JOB                            the job's durable identity (`job_record.py`): id, owning run, completed
     <job>/LATEST                         which snapshot is committed last, and its manifest's checksum
-    <job>/runs/<run>/...                 claim markers of the tasks of one run of an epoch (Spark)
+    <job>/DRIVER                         the lock of the driver running the job (`runners/driver_lock.py`)
+    <job>/side-inputs/<job id>/<vertex>  a DataFrame source's rows, copied once (`runners/spark/side_inputs.py`)
+    <job>/runs/<run>/s<stage>-m<member>  claim marker of one task of one run of an epoch (Spark)
     <job>/snapshots/<id>/manifest.json   the files of snapshot <id>, their segments and checksums
     <job>/snapshots/<id>/<file>.snap     entries grouped by partition (`entries.py`)
     exported/<name>/...                  a named snapshot (`export`), usable by any job
@@ -13,6 +15,11 @@ A snapshot is committed when `LATEST` names it: the manifest is written only aft
 `LATEST` is replaced atomically (write a temporary file, then rename) only after the manifest. A
 snapshot directory newer than `LATEST` belongs to a commit that never happened and is deleted when
 the store opens. The last `retain` committed snapshots are kept.
+
+Claim markers (`claim`, `forget_run`, `forget_runs`) let the tasks of one run of an epoch on Spark
+tell a first run of a task from a second one: a retry, a speculative copy or a stage run again
+finds the marker of (stage, member) taken and refuses to run. Each run of an epoch has its own
+run id, so a restarted epoch claims afresh; the driver forgets a run's markers when it ends.
 """
 
 from __future__ import annotations
@@ -232,6 +239,26 @@ class CheckpointStore:
         self.write_record(record)
         for path in (f"{self.job_dir}/LATEST", f"{self.job_dir}/runs", f"{self.job_dir}/snapshots"):
             self._remove(path)
+
+    # ---- claim markers of the tasks of a run -----------------------------------------------
+
+    def claim_path(self, run: str, stage: int, member: int) -> str:
+        return f"{self.job_dir}/runs/{run}/s{stage:04d}-m{member:05d}"
+
+    def claim(self, run: str, stage: int, member: int, claimant: str) -> bool:
+        """Claim the task (`stage`, `member`) of run `run` for `claimant` (a task attempt): True if
+        it is `claimant`'s, False if someone claimed it before (or wins a race for it)."""
+        path = self.claim_path(run, stage, member)
+        if self.fs.exists(path):
+            return False
+        mine = claimant.encode()
+        self.fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
+        self.fs.pipe_file(path, mine)
+        return bool(self.fs.cat_file(path) == mine)
+
+    def forget_run(self, run: str) -> None:
+        """Delete the claim markers of run `run` (its epoch ended, committed or aborted)."""
+        self._remove(f"{self.job_dir}/runs/{run}")
 
     def forget_runs(self) -> None:
         """Delete the claim markers of earlier runs and temporary files a dead driver left."""

@@ -115,8 +115,8 @@ class EpochTask:
     def refusal(self, stage: int, carrier: int) -> EpochAbortRecord | None:
         """The record that aborts the epoch if this task ran before in this epoch: a retry, a
         speculative copy, or a stage Spark runs again (its attempt numbers start at 0 again, so
-        each task also claims a marker file `<job>/runs/<run>/s<stage>-m<member>` and the second
-        claimant loses)."""
+        each task also claims its (stage, member) in the checkpoint store, `CheckpointStore.claim`,
+        and the second claimant loses)."""
         number = _attempt_number()
         if number == 0 and self._claim(stage):
             return None
@@ -128,14 +128,7 @@ class EpochTask:
         return EpochAbortRecord(carrier, stage, self.member, reason)
 
     def _claim(self, stage: int) -> bool:
-        fs = self.store.fs
-        path = f"{self.store.job_dir}/runs/{self.spec.run_id}/s{stage:04d}-m{self.member:05d}"
-        if fs.exists(path):
-            return False
-        mine = str(self.attempt).encode()
-        fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
-        fs.pipe_file(path, mine)
-        return bool(fs.cat_file(path) == mine)
+        return self.store.claim(self.spec.run_id, stage, self.member, str(self.attempt))
 
     @property
     def store(self) -> CheckpointStore:

@@ -441,12 +441,10 @@ class EpochJob(SparkHandle):
             _log.exception("job %r: deleting the files of aborted epoch %d failed", self.name, epoch)
 
     def _forget_run(self, spec: EpochSpec) -> None:
-        path = f"{self.store.job_dir}/runs/{spec.run_id}"
         try:
-            if self.store.fs.exists(path):
-                self.store.fs.rm(path, recursive=True)
+            self.store.forget_run(spec.run_id)
         except OSError:
-            _log.debug("removing %s failed", path, exc_info=True)
+            _log.debug("removing the claim markers of run %s failed", spec.run_id, exc_info=True)
 
     def _commit_only(self) -> None:
         """Restore the last committed snapshot once more (committing its transactions), then stop."""
