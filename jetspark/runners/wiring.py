@@ -29,7 +29,6 @@ from jetspark.engine.routing import (
     UnicastCollector,
 )
 from jetspark.engine.snapshot import (
-    BROADCAST_PARTITION,
     SnapshotContext,
     SnapshotData,
     SnapshotEntry,
@@ -38,6 +37,7 @@ from jetspark.engine.snapshot import (
 from jetspark.engine.tasklet import ProcessorTasklet
 from jetspark.planning.defs import EdgeDef
 from jetspark.planning.plan import EdgeTargets, ExecutionPlan, ProcessorId
+from jetspark.runners.snapshot_io import restorer
 
 ProcessorKey = tuple[str, int, int]  # (vertex, member, local index)
 
@@ -73,10 +73,11 @@ def route_snapshot_entries(data: SnapshotData, plan: ExecutionPlan, vertex: str)
     keyed: dict[int, list[SnapshotEntry]] = {}
     broadcast: list[SnapshotEntry] = []
     for entry in data.get(vertex, ()):
-        if entry.partition == BROADCAST_PARTITION:
+        owner = restorer(entry.partition, arrangement, lp)
+        if owner is None:
             broadcast.append(entry)
         else:
-            keyed.setdefault(arrangement.global_owner(entry.partition, lp), []).append(entry)
+            keyed.setdefault(owner, []).append(entry)
     return keyed, broadcast
 
 

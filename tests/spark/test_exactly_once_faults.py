@@ -35,7 +35,7 @@ from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.processors import generator_stream
 from jetspark.processors.postgres import _PostgresP
 from jetspark.processors.transactional import _TransactionalFilesP, read_lines
-from jetspark.runners import durable
+from jetspark.runners import snapshot_io
 from jetspark.runners.job import JobStatus
 from jetspark.runners.spark import SparkRunner
 from tests.waiting import wait_until
@@ -134,7 +134,7 @@ def committed_state(root: str, name: str) -> tuple[set[int], dict[int, int]]:
     store = CheckpointStore(root, name, tidy=False)
     manifest = store.latest()
     assert manifest is not None
-    snapshot = durable.load(store, manifest, DEFAULT_PARTITION_COUNT)
+    snapshot = snapshot_io.read_snapshot(store, manifest, DEFAULT_PARTITION_COUNT)
     emitted: set[int] = set()
     for (_, start, stride), done in snapshot.entries("source"):
         emitted.update(start + stride * i for i in range(done))

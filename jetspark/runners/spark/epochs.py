@@ -26,7 +26,6 @@ from typing import Any, TypeVar
 
 from jetspark.checkpoint import CheckpointStore, CorruptSnapshotError, Manifest
 from jetspark.checkpoint.job_record import JobRecord
-from jetspark.checkpoint.store import SnapshotFile
 from jetspark.core.config import JobConfig, ProcessingGuarantee
 from jetspark.core.dag import DAG
 from jetspark.core.errors import JobFailedError, ProcessorContractError
@@ -36,6 +35,7 @@ from jetspark.runners.coordinator import RestartLoop, Step, Verdict, close_meta_
 from jetspark.runners.identity import take_back
 from jetspark.runners.job import Capabilities, EpochStats, JobStatus
 from jetspark.runners.member import add_metrics
+from jetspark.runners.snapshot_io import commit_reported
 from jetspark.runners.spark.epoch_stats import EpochLedger
 from jetspark.runners.spark.epoch_tables import EpochTables
 from jetspark.runners.spark.epoch_task import EpochSpec
@@ -419,8 +419,9 @@ class EpochJob(SparkHandle):
             "completed": sorted(completed),
             "vertices": sorted(v.name for v in self.dag),  # `jetspark startpoint set` checks them
         }
-        files = [SnapshotFile.from_json(f) for f in outcome.snapshot_files]
-        self.store.commit(epoch, files, self.plan.arrangement.partition_count, extra)
+        commit_reported(
+            self.store, epoch, outcome.snapshot_files, self.plan.arrangement.partition_count, extra
+        )
         self._completed = completed
         self._keep(outcome)
         self.epochs_committed += 1
