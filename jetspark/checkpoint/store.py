@@ -47,6 +47,7 @@ from jetspark.checkpoint.entries import (
     wanted_ranges,
 )
 from jetspark.checkpoint.job_record import JobRecord
+from jetspark.filesystems import is_local
 
 FORMAT = 1
 _log = logging.getLogger("jetspark.checkpoint")
@@ -239,6 +240,30 @@ class CheckpointStore:
         self.write_record(record)
         for path in (f"{self.job_dir}/LATEST", f"{self.job_dir}/runs", f"{self.job_dir}/snapshots"):
             self._remove(path)
+
+    # ---- what runners keep beside the snapshots ---------------------------------------------
+
+    @property
+    def is_local(self) -> bool:
+        """The root is on this machine's disk (`os`, `fcntl` and `file://` URLs reach it)."""
+        return is_local(self.fs)
+
+    @property
+    def driver_lock_path(self) -> str:
+        """The file whose lock the driver running the job holds (`runners/driver_lock.py`)."""
+        return f"{self.job_dir}/DRIVER"
+
+    def side_input_dir(self, job_id: str, vertex: str) -> str:
+        """Where the rows of `vertex`'s DataFrame are copied once (`runners/spark/side_inputs.py`)."""
+        return f"{self.job_dir}/side-inputs/{job_id}/{vertex}"
+
+    def side_input_written(self, directory: str) -> bool:
+        """Spark's writer finished the copy in `directory` (it writes `_SUCCESS` last)."""
+        return bool(self.fs.exists(f"{directory}/_SUCCESS"))
+
+    def drop_side_inputs(self) -> None:
+        """Delete every DataFrame copy of the job."""
+        self._remove(f"{self.job_dir}/side-inputs")
 
     # ---- claim markers of the tasks of a run -----------------------------------------------
 

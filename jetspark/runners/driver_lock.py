@@ -23,10 +23,8 @@ import time
 
 from jetspark.checkpoint import CheckpointStore
 from jetspark.core.errors import JobAlreadyRunningError
-from jetspark.filesystems import is_local
 
 _log = logging.getLogger("jetspark.job")
-LOCK_FILE = "DRIVER"
 
 #: job directory -> the open file whose lock this process holds.
 _held: dict[str, int] = {}
@@ -37,7 +35,7 @@ _mutex = threading.Lock()
 def acquire(store: CheckpointStore) -> None:
     """Hold the job's driver lock; raise `JobAlreadyRunningError` naming the driver that holds it."""
     job_dir = store.job_dir
-    if not is_local(store.fs):
+    if not store.is_local:
         if job_dir not in _warned:
             _warned.add(job_dir)
             _log.warning(
@@ -50,7 +48,7 @@ def acquire(store: CheckpointStore) -> None:
         if job_dir in _held:
             return
         os.makedirs(job_dir, exist_ok=True)
-        path = os.path.join(job_dir, LOCK_FILE)
+        path = store.driver_lock_path
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 
 from jetspark.core.dag import DAG, Vertex
 from jetspark.core.suppliers import ProcessorMetaSupplier, ProcessorSupplier
-from jetspark.filesystems import is_local
 from jetspark.processors.file_sources import parquet_source
 from jetspark.processors.sources import from_iterable
 from jetspark.processors.split_readers import ParquetSplitReader
@@ -36,7 +35,6 @@ if TYPE_CHECKING:
     from jetspark.checkpoint import CheckpointStore
 
 _log = logging.getLogger("jetspark.spark.side_inputs")
-SIDE_INPUTS = "side-inputs"
 
 
 class _RowReader(ParquetSplitReader):
@@ -49,10 +47,6 @@ class _RowReader(ParquetSplitReader):
             yield first, [Row(**row) for row in rows]
 
 
-def side_input_dir(store: CheckpointStore, job_id: str, vertex: str) -> str:
-    return f"{store.job_dir}/{SIDE_INPUTS}/{job_id}/{vertex}"
-
-
 def freeze_side_inputs(dag: DAG, store: CheckpointStore, job_id: str) -> DAG:
     """`dag` with every `from_dataframe` source replaced by a Parquet source over its frozen copy
     (written now, unless an earlier run of this job wrote it); `dag` itself when it has none."""
@@ -61,14 +55,14 @@ def freeze_side_inputs(dag: DAG, store: CheckpointStore, job_id: str) -> DAG:
         source = vertex.meta_supplier
         if not isinstance(source, DataFrameSource):
             continue
-        if not is_local(store.fs):
+        if not store.is_local:
             raise ValueError(
                 f"vertex {vertex.name!r}: under a processing guarantee a from_dataframe source is copied once "
                 f"under JobConfig.checkpoint_root, which must then be a file system path both Spark and "
                 f"the executors read (got protocol {store.fs.protocol!r})"
             )
-        directory = side_input_dir(store, job_id, vertex.name)
-        if not store.fs.exists(f"{directory}/_SUCCESS"):  # a run that died while writing it left no marker
+        directory = store.side_input_dir(job_id, vertex.name)
+        if not store.side_input_written(directory):  # a run that died while writing it left no marker
             _log.info("vertex %r: copying its DataFrame to %s (read once)", vertex.name, directory)
             source.df.write.mode("overwrite").parquet(f"file://{directory}")
         frozen[vertex.name] = ProcessorMetaSupplier.of(_frozen_source(directory, source.df.columns))
@@ -84,12 +78,10 @@ def _frozen_source(directory: str, columns: Sequence[str]) -> ProcessorSupplier:
 
 def drop_side_inputs(store: CheckpointStore) -> None:
     """Delete the job's DataFrame copies (the job completed: nothing restores from them)."""
-    path = f"{store.job_dir}/{SIDE_INPUTS}"
     try:
-        if store.fs.exists(path):
-            store.fs.rm(path, recursive=True)
+        store.drop_side_inputs()
     except OSError:
-        _log.exception("deleting %s failed", path)
+        _log.exception("deleting the DataFrame copies of job %r failed", store.job)
 
 
 def _replaced(dag: DAG, suppliers: dict[str, ProcessorMetaSupplier]) -> DAG:

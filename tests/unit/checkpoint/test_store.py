@@ -255,3 +255,18 @@ def test_a_completed_job_keeps_no_claim_markers(tmp_path: Path) -> None:
     store.finish(first_record("0123456789abcdef", "job-1", "run1").finished())
     assert not (tmp_path / "job-1" / "runs").exists()
     assert store.claim("run-a", 0, 0, "1")
+
+
+def test_what_runners_keep_beside_the_snapshots_is_named_by_the_store(tmp_path: Path) -> None:
+    store = CheckpointStore(str(tmp_path), "job-1")
+    assert store.is_local and not CheckpointStore(f"memory://{uuid.uuid4().hex}", "job-1").is_local
+    assert store.driver_lock_path == f"{tmp_path}/job-1/DRIVER"
+    copy = store.side_input_dir("0123", "rows")
+    assert copy == f"{tmp_path}/job-1/side-inputs/0123/rows"
+    Path(copy).mkdir(parents=True)
+    assert not store.side_input_written(copy), "a copy whose writer died before its _SUCCESS"
+    (Path(copy) / "_SUCCESS").touch()
+    assert store.side_input_written(copy)
+    store.drop_side_inputs()
+    assert not (tmp_path / "job-1" / "side-inputs").exists()
+    store.drop_side_inputs()  # nothing left to delete
