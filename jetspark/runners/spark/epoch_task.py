@@ -10,8 +10,8 @@ An epoch (see `runners.spark.epochs`) starts from the committed snapshot it name
   when an upstream producer's output ended with it: every processor then saves its state,
   prepares, forwards the barrier and stops (phase 2 is the driver's commit);
 - writes the member's entries to the snapshot's directory, one file per vertex under a name
-  unique to the attempt (`runners.snapshot_io`), and reports them (`SnapshotFilesRecord`) with the processors that
-  completed instead; the driver commits only files that a report names.
+  unique to the attempt (`runners.snapshot_io`), and reports them (`SnapshotFilesRecord`) with
+  the processors that completed instead; the driver commits only files that a report names.
 """
 
 from __future__ import annotations
