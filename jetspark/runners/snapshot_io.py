@@ -62,6 +62,33 @@ def restorer(partition: int, arrangement: PartitionArrangement, local_parallelis
     return arrangement.global_owner(partition, local_parallelism)
 
 
+def route_entries(
+    entries: Iterable[SnapshotEntry], arrangement: PartitionArrangement, local_parallelism: int
+) -> tuple[dict[int, list[SnapshotEntry]], list[SnapshotEntry]]:
+    """`entries` split by `restorer`: the keyed ones per restoring processor (global index), and
+    the broadcast ones (for every processor). Partitions are those of `arrangement`."""
+    owners = _owners(arrangement, local_parallelism)
+    keyed: dict[int, list[SnapshotEntry]] = {}
+    broadcast: list[SnapshotEntry] = []
+    for entry in entries:
+        if entry.partition == BROADCAST_PARTITION:
+            broadcast.append(entry)
+        else:
+            keyed.setdefault(owners[entry.partition], []).append(entry)
+    return keyed, broadcast
+
+
+@functools.lru_cache(maxsize=256)
+def _owners(arrangement: PartitionArrangement, lp: int) -> tuple[int, ...]:
+    """`restorer` of every key partition, looked up by index on the restore path."""
+    owners = []
+    for partition in range(arrangement.partition_count):
+        owner = restorer(partition, arrangement, lp)
+        assert owner is not None, "only the broadcast partition is everyone's"
+        owners.append(owner)
+    return tuple(owners)
+
+
 def member_processors(member: int, local_parallelism: int) -> range:
     """The global indexes of `member`'s processors of a vertex."""
     return range(member * local_parallelism, (member + 1) * local_parallelism)
