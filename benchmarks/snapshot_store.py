@@ -3,7 +3,7 @@
     python benchmarks/snapshot_store.py [--keys 1e4,1e5,1e6] [--root /tmp/x]
 
 For each key count: `offer` = serializing the entries as `offer_to_snapshot` does (key and value
-pickled, partition computed); `save` = writing the files, manifest and LATEST (`durable.save`);
+pickled, partition computed); `save` = writing the files, manifest and LATEST (`snapshot_io.commit_snapshot`);
 `load all` = reading and checking every entry; `load 1/4` = reading the partitions one processor of
 four owns (`CheckpointStore.read` with its partitions), the cost a restoring processor pays.
 Reported in seconds, and `1/4 share` as the ratio load 1/4 : load all (proportional would be 0.25).
@@ -20,7 +20,7 @@ from jetspark.checkpoint import CheckpointStore
 from jetspark.core.partitioner import DEFAULT_PARTITION_COUNT
 from jetspark.engine.snapshot import encode_entry, entry_partition
 from jetspark.planning.partitions import PartitionArrangement
-from jetspark.runners import durable
+from jetspark.runners import snapshot_io
 
 
 def measure(keys: int, root: str) -> dict[str, float]:
@@ -32,10 +32,10 @@ def measure(keys: int, root: str) -> dict[str, float]:
     offer = time.perf_counter() - started
     store = CheckpointStore(root, f"bench-{keys}")
     started = time.perf_counter()
-    manifest = durable.save(store, 0, {"agg": entries}, DEFAULT_PARTITION_COUNT, {})
+    manifest = snapshot_io.commit_snapshot(store, 0, {"agg": entries}, ["agg"], DEFAULT_PARTITION_COUNT, {})
     save = time.perf_counter() - started
     started = time.perf_counter()
-    loaded = durable.load(store, manifest, DEFAULT_PARTITION_COUNT)
+    loaded = snapshot_io.read_snapshot(store, manifest, DEFAULT_PARTITION_COUNT)
     load_all = time.perf_counter() - started
     assert len(loaded.data["agg"]) == keys
     share = PartitionArrangement(DEFAULT_PARTITION_COUNT, 4).member_partitions(0)

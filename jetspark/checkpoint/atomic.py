@@ -6,18 +6,19 @@ before the rename, and of the directory after it, makes it survive a power loss 
 of the machine. On a local file system (a checkpoint root that is a path) both are done here; on
 object stores (`s3://`, `gs://`) a finished PUT is durable already and fsspec's calls are used as
 they are; `memory://` has nothing to sync.
+
+Both stores keep their small records as JSON (the checkpoint store's `LATEST`, manifests and job
+record; the startpoint store's startpoints): `replace_json` and `read_json` write and read them.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from typing import Any
 
-
-def is_local(fs: Any) -> bool:
-    protocol = fs.protocol
-    return bool({"file", "local"} & set(protocol if isinstance(protocol, tuple) else (protocol,)))
+from jetspark.filesystems import is_local
 
 
 def write_file(fs: Any, path: str, data: bytes) -> None:
@@ -52,3 +53,20 @@ def sync_directory(fs: Any, directory: str) -> None:
         os.fsync(descriptor)
     finally:
         os.close(descriptor)
+
+
+def replace_json(fs: Any, path: str, body: Any) -> None:
+    """Replace `path` with `body` as JSON, atomically and durably (`replace`), creating its
+    directory if need be. Keys are sorted: the same body always gives the same bytes."""
+    fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
+    replace(fs, path, json.dumps(body, sort_keys=True).encode())
+
+
+def read_json(fs: Any, path: str) -> Any:
+    """The JSON body of `path`, or None if there is no such file. A body that is not JSON raises
+    `json.JSONDecodeError` (a ValueError); the caller names what the file is."""
+    try:
+        raw = fs.cat_file(path)
+    except FileNotFoundError:
+        return None
+    return json.loads(raw)

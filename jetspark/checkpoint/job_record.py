@@ -9,7 +9,6 @@ snapshots are deleted: submitting it again then does nothing unless asked to sta
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from typing import Any
@@ -37,13 +36,14 @@ class JobRecord:
     run_started: float
     completed: float | None = None
 
-    def to_json(self) -> str:
-        return json.dumps({"format": FORMAT, **attrs.asdict(self)}, sort_keys=True)
+    def to_body(self) -> dict[str, Any]:
+        """The record as the JSON body of `<job>/JOB`."""
+        return {"format": FORMAT, **attrs.asdict(self)}
 
     @classmethod
-    def from_json(cls, text: bytes | str) -> JobRecord:
+    def from_body(cls, body: Any) -> JobRecord:
         """Raises ValueError (or KeyError, TypeError) for a record that cannot be read."""
-        body: dict[str, Any] = json.loads(text)
+        body = dict(body)
         if body.pop("format") != FORMAT:
             raise ValueError(f"format is not {FORMAT}")
         completed = body.get("completed")

@@ -28,7 +28,6 @@ Vertex and split are hex-encoded in file names, so any split name is safe.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple, Protocol, runtime_checkable
@@ -315,17 +314,12 @@ class StartpointStore:
     # ---- files ---------------------------------------------------------------------------------
 
     def _put(self, path: str, data: Any) -> None:
-        """Write atomically and durably (`atomic.replace`)."""
-        self.fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
-        atomic.replace(self.fs, path, json.dumps(data, sort_keys=True).encode())
+        """Write atomically and durably (`atomic.replace_json`)."""
+        atomic.replace_json(self.fs, path, data)
 
     def _get(self, path: str) -> Any:
         try:
-            raw = self.fs.cat_file(path)
-        except FileNotFoundError:
-            return None
-        try:
-            return json.loads(raw)
+            return atomic.read_json(self.fs, path)
         except ValueError as error:
             raise ValueError(f"startpoint file {path} cannot be read: {error}") from error
 

@@ -4,7 +4,9 @@ Layout under the root::
 
     <job>/JOB                            the job's durable identity (`job_record.py`): id, owning run, completed
     <job>/LATEST                         which snapshot is committed last, and its manifest's checksum
-    <job>/runs/<run>/...                 claim markers of the tasks of one run of an epoch (Spark)
+    <job>/DRIVER                         the lock of the driver running the job (`runners/driver_lock.py`)
+    <job>/side-inputs/<job id>/<vertex>  a DataFrame source's rows, copied once (`runners/spark/side_inputs.py`)
+    <job>/runs/<run>/s<stage>-m<member>  claim marker of one task of one run of an epoch (Spark)
     <job>/snapshots/<id>/manifest.json   the files of snapshot <id>, their segments and checksums
     <job>/snapshots/<id>/<file>.snap     entries grouped by partition (`entries.py`)
     exported/<name>/...                  a named snapshot (`export`), usable by any job
@@ -13,6 +15,11 @@ A snapshot is committed when `LATEST` names it: the manifest is written only aft
 `LATEST` is replaced atomically (write a temporary file, then rename) only after the manifest. A
 snapshot directory newer than `LATEST` belongs to a commit that never happened and is deleted when
 the store opens. The last `retain` committed snapshots are kept.
+
+Claim markers (`claim`, `forget_run`, `forget_runs`) let the tasks of one run of an epoch on Spark
+tell a first run of a task from a second one: a retry, a speculative copy or a stage run again
+finds the marker of (stage, member) taken and refuses to run. Each run of an epoch has its own
+run id, so a restarted epoch claims afresh; the driver forgets a run's markers when it ends.
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ from jetspark.checkpoint.entries import (
     wanted_ranges,
 )
 from jetspark.checkpoint.job_record import JobRecord
+from jetspark.filesystems import is_local
 
 FORMAT = 1
 _log = logging.getLogger("jetspark.checkpoint")
@@ -191,9 +199,7 @@ class CheckpointStore:
             self.snapshot_dir(snapshot_id), snapshot_id, files, partition_count, extra
         )
         atomic.sync_directory(self.fs, f"{self.job_dir}/snapshots")  # the new snapshot's directory
-        self._replace(
-            f"{self.job_dir}/LATEST", json.dumps({"snapshot_id": snapshot_id, "manifest": manifest.checksum})
-        )
+        self._point_latest_at(manifest)
         try:  # the snapshot is committed now: failing to tidy up must not report it as failed
             self._apply_retention(snapshot_id)
         except OSError:
@@ -220,16 +226,13 @@ class CheckpointStore:
     def read_record(self) -> JobRecord | None:
         """The job's record (`job_record.py`); None before the job's first submit."""
         try:
-            raw = self.fs.cat_file(self.record_path)
-        except FileNotFoundError:
-            return None
-        try:
-            return JobRecord.from_json(raw)
+            body = atomic.read_json(self.fs, self.record_path)
+            return None if body is None else JobRecord.from_body(body)
         except (ValueError, KeyError, TypeError) as error:
             raise CorruptSnapshotError(self.record_path, f"cannot be read ({error})") from error
 
     def write_record(self, record: JobRecord) -> None:
-        self._replace(self.record_path, record.to_json())
+        atomic.replace_json(self.fs, self.record_path, record.to_body())
 
     def finish(self, record: JobRecord) -> None:
         """The job completed: mark its record so (first: a death after it still says completed),
@@ -237,6 +240,50 @@ class CheckpointStore:
         self.write_record(record)
         for path in (f"{self.job_dir}/LATEST", f"{self.job_dir}/runs", f"{self.job_dir}/snapshots"):
             self._remove(path)
+
+    # ---- what runners keep beside the snapshots ---------------------------------------------
+
+    @property
+    def is_local(self) -> bool:
+        """The root is on this machine's disk (`os`, `fcntl` and `file://` URLs reach it)."""
+        return is_local(self.fs)
+
+    @property
+    def driver_lock_path(self) -> str:
+        """The file whose lock the driver running the job holds (`runners/driver_lock.py`)."""
+        return f"{self.job_dir}/DRIVER"
+
+    def side_input_dir(self, job_id: str, vertex: str) -> str:
+        """Where the rows of `vertex`'s DataFrame are copied once (`runners/spark/side_inputs.py`)."""
+        return f"{self.job_dir}/side-inputs/{job_id}/{vertex}"
+
+    def side_input_written(self, directory: str) -> bool:
+        """Spark's writer finished the copy in `directory` (it writes `_SUCCESS` last)."""
+        return bool(self.fs.exists(f"{directory}/_SUCCESS"))
+
+    def drop_side_inputs(self) -> None:
+        """Delete every DataFrame copy of the job."""
+        self._remove(f"{self.job_dir}/side-inputs")
+
+    # ---- claim markers of the tasks of a run -----------------------------------------------
+
+    def claim_path(self, run: str, stage: int, member: int) -> str:
+        return f"{self.job_dir}/runs/{run}/s{stage:04d}-m{member:05d}"
+
+    def claim(self, run: str, stage: int, member: int, claimant: str) -> bool:
+        """Claim the task (`stage`, `member`) of run `run` for `claimant` (a task attempt): True if
+        it is `claimant`'s, False if someone claimed it before (or wins a race for it)."""
+        path = self.claim_path(run, stage, member)
+        if self.fs.exists(path):
+            return False
+        mine = claimant.encode()
+        self.fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
+        self.fs.pipe_file(path, mine)
+        return bool(self.fs.cat_file(path) == mine)
+
+    def forget_run(self, run: str) -> None:
+        """Delete the claim markers of run `run` (its epoch ended, committed or aborted)."""
+        self._remove(f"{self.job_dir}/runs/{run}")
 
     def forget_runs(self) -> None:
         """Delete the claim markers of earlier runs and temporary files a dead driver left."""
@@ -332,11 +379,9 @@ class CheckpointStore:
     def load_manifest(self, directory: str) -> Manifest:
         path = f"{directory}/manifest.json"
         try:
-            raw = self.fs.cat_file(path)
-        except FileNotFoundError:
-            raise CorruptSnapshotError(path, "is missing") from None
-        try:
-            body = json.loads(raw)
+            body = atomic.read_json(self.fs, path)
+            if body is None:
+                raise CorruptSnapshotError(path, "is missing")
             checksum = body.pop("checksum")
             if _body_checksum(body) != checksum:
                 raise CorruptSnapshotError(path, "fails its checksum")
@@ -444,10 +489,7 @@ class CheckpointStore:
             "extra": extra or {},
         }
         checksum = _body_checksum(body)
-        self.fs.makedirs(directory, exist_ok=True)
-        self._replace(
-            f"{directory}/manifest.json", json.dumps({**body, "checksum": checksum}, sort_keys=True)
-        )
+        atomic.replace_json(self.fs, f"{directory}/manifest.json", {**body, "checksum": checksum})
         return Manifest(
             directory,
             self.job,
@@ -459,18 +501,17 @@ class CheckpointStore:
             body["extra"],
         )
 
-    def _replace(self, path: str, text: str) -> None:
-        """Write `path` atomically and durably (`atomic.replace`)."""
-        atomic.replace(self.fs, path, text.encode())
+    def _point_latest_at(self, manifest: Manifest) -> None:
+        """Replace `LATEST` (atomically, durably): from now on `manifest`'s snapshot is committed."""
+        body = {"snapshot_id": manifest.snapshot_id, "manifest": manifest.checksum}
+        atomic.replace_json(self.fs, f"{self.job_dir}/LATEST", body)
 
     def _read_latest(self) -> dict[str, Any] | None:
         path = f"{self.job_dir}/LATEST"
         try:
-            raw = self.fs.cat_file(path)
-        except FileNotFoundError:
-            return None
-        try:
-            pointer: dict[str, Any] = json.loads(raw)
+            pointer: dict[str, Any] | None = atomic.read_json(self.fs, path)
+            if pointer is None:
+                return None
             int(pointer["snapshot_id"])
             str(pointer["manifest"])
         except (ValueError, KeyError, TypeError) as error:
@@ -489,10 +530,7 @@ class CheckpointStore:
     def _fall_back_to(self, manifest: Manifest, damage: CorruptSnapshotError | None) -> None:
         """`LATEST` back to the intact `manifest`; the damaged newer snapshots are deleted."""
         _log.warning("job %r: falling back to snapshot %d (%s)", self.job, manifest.snapshot_id, damage)
-        self._replace(
-            f"{self.job_dir}/LATEST",
-            json.dumps({"snapshot_id": manifest.snapshot_id, "manifest": manifest.checksum}),
-        )
+        self._point_latest_at(manifest)
         for snapshot_id in self._snapshot_ids():
             if snapshot_id > manifest.snapshot_id:
                 self._remove(self.snapshot_dir(snapshot_id))

@@ -25,7 +25,6 @@ from jetspark.checkpoint import CheckpointStore
 from jetspark.core.errors import JobAlreadyRunningError
 
 _log = logging.getLogger("jetspark.job")
-LOCK_FILE = "DRIVER"
 
 #: job directory -> the open file whose lock this process holds.
 _held: dict[str, int] = {}
@@ -33,15 +32,10 @@ _warned: set[str] = set()
 _mutex = threading.Lock()
 
 
-def _is_local(store: CheckpointStore) -> bool:
-    protocol = store.fs.protocol
-    return bool({"file", "local"} & set(protocol if isinstance(protocol, tuple) else (protocol,)))
-
-
 def acquire(store: CheckpointStore) -> None:
     """Hold the job's driver lock; raise `JobAlreadyRunningError` naming the driver that holds it."""
     job_dir = store.job_dir
-    if not _is_local(store):
+    if not store.is_local:
         if job_dir not in _warned:
             _warned.add(job_dir)
             _log.warning(
@@ -54,7 +48,7 @@ def acquire(store: CheckpointStore) -> None:
         if job_dir in _held:
             return
         os.makedirs(job_dir, exist_ok=True)
-        path = os.path.join(job_dir, LOCK_FILE)
+        path = store.driver_lock_path
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

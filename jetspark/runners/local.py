@@ -32,7 +32,7 @@ from jetspark.engine.tasklet import ProcessorTasklet
 from jetspark.planning.pipeline import PreparedDag, plan_execution, prepare
 from jetspark.planning.plan import ExecutionPlan
 from jetspark.processors.staging import STAGING_ATTRIBUTE
-from jetspark.runners import durable, identity, startpoints
+from jetspark.runners import identity, snapshot_io, startpoints
 from jetspark.runners.coordinator import (
     RestartLoop,
     Step,
@@ -157,7 +157,7 @@ class LocalJob(JobHandle):
         )
         if manifest is None:
             return None
-        return durable.load(self.store, manifest, DEFAULT_PARTITION_COUNT)
+        return snapshot_io.read_snapshot(self.store, manifest, DEFAULT_PARTITION_COUNT)
 
     def prepare_output(self, resuming: bool = False) -> None:
         """At submit: check the `files` sinks' directories and create their staging areas (a job
@@ -420,10 +420,16 @@ class LocalJob(JobHandle):
             snapshot_id, {k: list(v) for k, v in data.items()}, getattr(self, "_export_name", None)
         )
         if self.store is not None:
+            vertices = [v.name for v in self.dag]  # in the plan's order: they name the files
             try:
                 if snapshot.name is not None:
-                    durable.export(
-                        self.store, snapshot_id, snapshot.data, DEFAULT_PARTITION_COUNT, snapshot.name
+                    snapshot_io.export_snapshot(
+                        self.store,
+                        snapshot_id,
+                        snapshot.data,
+                        vertices,
+                        DEFAULT_PARTITION_COUNT,
+                        snapshot.name,
                     )
                 else:
                     extra = {
@@ -431,7 +437,9 @@ class LocalJob(JobHandle):
                         "job_id": self.job_id,
                         "vertices": sorted(self.prepared.names),  # `jetspark startpoint set` checks
                     }
-                    durable.save(self.store, snapshot_id, snapshot.data, DEFAULT_PARTITION_COUNT, extra)
+                    snapshot_io.commit_snapshot(
+                        self.store, snapshot_id, snapshot.data, vertices, DEFAULT_PARTITION_COUNT, extra
+                    )
             except Exception:
                 _log.exception(
                     "job %r: snapshot %d could not be stored; it does not count", self.name, snapshot_id
@@ -510,7 +518,7 @@ class LocalRunner:
                 store,
                 config,
                 verify=False,
-                load=lambda m: durable.load(store, m, DEFAULT_PARTITION_COUNT),
+                load=lambda m: snapshot_io.read_snapshot(store, m, DEFAULT_PARTITION_COUNT),
                 export=initial is None,
             )
             if start.completed:

@@ -29,7 +29,6 @@ from jetspark.engine.routing import (
     UnicastCollector,
 )
 from jetspark.engine.snapshot import (
-    BROADCAST_PARTITION,
     SnapshotContext,
     SnapshotData,
     SnapshotEntry,
@@ -38,6 +37,7 @@ from jetspark.engine.snapshot import (
 from jetspark.engine.tasklet import ProcessorTasklet
 from jetspark.planning.defs import EdgeDef
 from jetspark.planning.plan import EdgeTargets, ExecutionPlan, ProcessorId
+from jetspark.runners.snapshot_io import route_entries
 
 ProcessorKey = tuple[str, int, int]  # (vertex, member, local index)
 
@@ -68,16 +68,7 @@ def route_snapshot_entries(data: SnapshotData, plan: ExecutionPlan, vertex: str)
     """Split a vertex's snapshot entries once: keyed entries by the global index of the processor
     that owns their partition under `plan`, and the broadcast entries (for everyone). Entries carry
     the partition they were offered with, under the plan's partition count."""
-    lp = plan.vertices[vertex].local_parallelism
-    arrangement = plan.arrangement
-    keyed: dict[int, list[SnapshotEntry]] = {}
-    broadcast: list[SnapshotEntry] = []
-    for entry in data.get(vertex, ()):
-        if entry.partition == BROADCAST_PARTITION:
-            broadcast.append(entry)
-        else:
-            keyed.setdefault(arrangement.global_owner(entry.partition, lp), []).append(entry)
-    return keyed, broadcast
+    return route_entries(data.get(vertex, ()), plan.arrangement, plan.vertices[vertex].local_parallelism)
 
 
 def restore_entries_for(

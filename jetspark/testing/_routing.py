@@ -2,7 +2,7 @@
 
 Input follows the edge the user declared: partitioned (owner of the key's partition), broadcast
 (every processor) or, undeclared, round-robin like a unicast edge. Snapshot entries follow the
-runner's restore rule (`jetspark.runners.wiring.restore_entries_for`): a `BroadcastKey` entry to
+runner's restore rule (`jetspark.runners.snapshot_io.restorer`): a `BroadcastKey` entry to
 every processor, any other to the owner of its key's partition under the new layout.
 """
 
@@ -14,8 +14,9 @@ from typing import Any
 import attrs
 
 from jetspark.core.partitioner import Partitioner, default_partitioner
-from jetspark.engine.snapshot import BROADCAST_PARTITION, SnapshotEntry, decode_entries
+from jetspark.engine.snapshot import SnapshotEntry, decode_entries
 from jetspark.planning.partitions import PartitionArrangement
+from jetspark.runners.snapshot_io import restorer
 from jetspark.testing._context import Layout
 
 
@@ -66,11 +67,10 @@ class Router:
         """The entries a restore gives processor `global_index`: broadcast ones and those whose
         partition (computed when offered) it owns."""
         lp = self.layout.local_parallelism
-        owner = self.arrangement.global_owner
         return [
             entry
             for entry in entries
-            if entry.partition == BROADCAST_PARTITION or owner(entry.partition, lp) == global_index
+            if restorer(entry.partition, self.arrangement, lp) in (None, global_index)
         ]
 
 

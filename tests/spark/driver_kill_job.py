@@ -34,7 +34,7 @@ import examples.streaming_counts
 import tests
 from examples.streaming_counts import streaming_dag
 from jetspark import Edge, JobConfig
-from jetspark.checkpoint import CheckpointStore
+from jetspark.checkpoint import CheckpointStore, Manifest
 from jetspark.core import AbstractProcessor, ProcessingGuarantee
 from jetspark.core.inbox import Inbox
 
@@ -78,14 +78,14 @@ class Holder(AbstractProcessor):
 
 def hold_latest(holds: str) -> None:
     """The driver waits after a manifest of snapshot >= 1, before `LATEST` moves to it."""
-    replace = CheckpointStore._replace
+    point = CheckpointStore._point_latest_at
 
-    def waiting(store: CheckpointStore, path: str, text: str) -> None:
-        if path.endswith("/LATEST") and json.loads(text)["snapshot_id"] >= 1 and held(holds, "latest"):
+    def waiting(store: CheckpointStore, manifest: Manifest) -> None:
+        if manifest.snapshot_id >= 1 and held(holds, "latest"):
             wait_while_held(holds, "latest")
-        replace(store, path, text)
+        point(store, manifest)
 
-    CheckpointStore._replace = waiting  # type: ignore[method-assign]
+    CheckpointStore._point_latest_at = waiting  # type: ignore[method-assign]
 
 
 def main(spec: dict[str, Any]) -> dict[str, Any]:

@@ -28,14 +28,14 @@ import pytest
 import examples.streaming_counts
 from examples.streaming_counts import KEYS, RunningCount, format_row, key_of
 from jetspark import DAG, Edge, JobConfig
-from jetspark.checkpoint import CheckpointStore
+from jetspark.checkpoint import CheckpointStore, Manifest
 from jetspark.core import ProcessingGuarantee
 from jetspark.core.partitioner import DEFAULT_PARTITION_COUNT
 from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.processors import generator_stream
 from jetspark.processors.postgres import _PostgresP
 from jetspark.processors.transactional import _TransactionalFilesP, read_lines
-from jetspark.runners import durable
+from jetspark.runners import snapshot_io
 from jetspark.runners.job import JobStatus
 from jetspark.runners.spark import SparkRunner
 from tests.waiting import wait_until
@@ -118,15 +118,13 @@ def faulty_dag(faults: Faults, out: str, dsn: str) -> DAG:
 
 def fail_one_commit_of_latest(store: CheckpointStore) -> None:
     """The driver fails once after writing a manifest and before moving LATEST."""
-    replace = store._replace
+    point = store._point_latest_at
 
-    def failing(path: str, text: str) -> None:
-        if path.endswith("/LATEST"):
-            store._replace = replace  # type: ignore[method-assign]
-            raise OSError("injected: the driver stopped before moving LATEST")
-        replace(path, text)
+    def failing(manifest: Manifest) -> None:
+        store._point_latest_at = point  # type: ignore[method-assign]
+        raise OSError("injected: the driver stopped before moving LATEST")
 
-    store._replace = failing  # type: ignore[method-assign]
+    store._point_latest_at = failing  # type: ignore[method-assign]
 
 
 def committed_state(root: str, name: str) -> tuple[set[int], dict[int, int]]:
@@ -134,7 +132,7 @@ def committed_state(root: str, name: str) -> tuple[set[int], dict[int, int]]:
     store = CheckpointStore(root, name, tidy=False)
     manifest = store.latest()
     assert manifest is not None
-    snapshot = durable.load(store, manifest, DEFAULT_PARTITION_COUNT)
+    snapshot = snapshot_io.read_snapshot(store, manifest, DEFAULT_PARTITION_COUNT)
     emitted: set[int] = set()
     for (_, start, stride), done in snapshot.entries("source"):
         emitted.update(start + stride * i for i in range(done))

@@ -11,13 +11,13 @@ from typing import Any
 
 from jetspark import DAG, Edge
 from jetspark.processors import collect, generator_stream
-from jetspark.runners.job import Capabilities, EpochStats, JobHandle, JobStatus
 from jetspark.runners.spark.epoch_stats import EpochLedger
 from jetspark.runners.spark.live import LiveMetrics, LiveReporter
 from jetspark.runners.spark.records import DriverReports
 from jetspark.web import WebServer
 from tests.gates import Gate
 from tests.web.browser import wait_for_figure, wait_for_state
+from tests.web.epoch_stand_in import EpochJobStandIn
 from tests.web.test_cli_ui import Command, on_spark, open_the_job, start
 
 __all__ = ["start"]  # the fixture, shared with test_cli_ui
@@ -38,38 +38,6 @@ def number(text: str) -> float:
     return float(text.replace(",", "")) if text.strip() else 0.0
 
 
-class EpochJobStandIn(JobHandle):
-    """What the web UI reads of an `EpochJob` (`epochs_committed`, `epoch_stats`, `metrics()`),
-    without Spark: the test drives its epochs and sends its tasks' reports itself."""
-
-    def __init__(self, dag: DAG, stats: EpochLedger) -> None:
-        super().__init__()  # the server's registry sees it now
-        self.name = "stand-in"
-        self.dag = dag
-        self.status = JobStatus.RUNNING
-        self.epochs_committed = 0
-        self.epochs_aborted = 0
-        self.ledger = stats
-        self.committed: dict[str, dict[str, int]] = {}
-
-    def metrics(self) -> dict[str, dict[str, int]]:
-        return self.committed
-
-    def epoch_stats(self) -> EpochStats:
-        return EpochStats(
-            self.epochs_committed, self.epochs_aborted, None, (), None, None, tuple(self.ledger.epochs())
-        )
-
-    def current_metrics(self) -> dict[str, dict[str, int]]:  # as EpochJob's: committed plus live
-        out = {vertex: dict(figures) for vertex, figures in self.metrics().items()}
-        for vertex, figures in self.ledger.counts().items():
-            out.setdefault(vertex, {}).update(figures)
-        return out
-
-    def capabilities(self) -> Capabilities:
-        return Capabilities(live_metrics=True)
-
-
 def test_the_running_epochs_reported_counts_rise_then_its_commit_and_an_abort_are_listed(
     server: WebServer, page: Any
 ) -> None:
@@ -78,7 +46,7 @@ def test_the_running_epochs_reported_counts_rise_then_its_commit_and_an_abort_ar
     dag.edge(Edge.between(numbers, dag.new_vertex("sink", collect())))
     live = LiveMetrics("127.0.0.1")
     stats = EpochLedger.of_dag(dag, live)
-    job = EpochJobStandIn(dag, stats)
+    job = EpochJobStandIn("stand-in", stats, dag=dag)
     task = LiveReporter(live.address, stage=0, member=0, attempt=1, epoch=0)
     try:
         stats.started(0)

@@ -10,13 +10,13 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from jetspark import DAG, AbstractProcessor, Edge, JobConfig
 from jetspark.processors import collect, from_iterable, insert_watermarks
-from jetspark.runners.job import Capabilities, EpochStats, JobHandle, JobStatus
 from jetspark.runners.local import LocalRunner
 from jetspark.runners.spark.epoch_stats import EpochLedger
 from jetspark.runners.spark.records import DriverReports
 from jetspark.web import WebServer
 from jetspark.web.prometheus import metric_name, metrics_registry
 from jetspark.web.registry import JobRegistry
+from tests.web.epoch_stand_in import EpochJobStandIn
 from tests.web.test_pages import counted_dag
 
 
@@ -96,35 +96,6 @@ def test_metric_names_are_valid_for_any_figure_name() -> None:
     assert metric_name("bytes.written-per s") == "jetspark_vertex_bytes_written_per_s"
 
 
-class EpochsHandle(JobHandle):
-    """A job in epochs as the exporter sees it: committed metrics, counts and per-epoch figures."""
-
-    def __init__(self, stats: EpochLedger) -> None:
-        super().__init__()
-        self.name = "epochs"
-        self.status = JobStatus.RUNNING
-        self.epochs_committed = 1
-        self.epochs_aborted = 1
-        self.ledger = stats
-
-    def metrics(self) -> dict[str, dict[str, int]]:
-        return {"numbers": {"received": 0, "emitted": 40, "queued": 3}}
-
-    def epoch_stats(self) -> EpochStats:
-        return EpochStats(
-            self.epochs_committed, self.epochs_aborted, None, (), None, None, tuple(self.ledger.epochs())
-        )
-
-    def current_metrics(self) -> dict[str, dict[str, int]]:  # as EpochJob's: committed plus live
-        out = {vertex: dict(figures) for vertex, figures in self.metrics().items()}
-        for vertex, figures in self.ledger.counts().items():
-            out.setdefault(vertex, {}).update(figures)
-        return out
-
-    def capabilities(self) -> Capabilities:
-        return Capabilities(live_metrics=True)
-
-
 def test_a_job_in_epochs_exports_its_running_epoch_and_the_last_committed_epochs_figures() -> None:
     clock = [10.0]
     stats = EpochLedger(["numbers"], ["sink"], clock=lambda: clock[0], wall=lambda: clock[0])
@@ -140,7 +111,11 @@ def test_a_job_in_epochs_exports_its_running_epoch_and_the_last_committed_epochs
     stats.aborted(1, "task lost")
     stats.started(1)
     registry = JobRegistry(observe=False, sample=False)
-    registry.add(EpochsHandle(stats))
+    registry.add(
+        EpochJobStandIn(
+            "epochs", stats, {"numbers": {"received": 0, "emitted": 40, "queued": 3}}, epochs=(1, 1)
+        )
+    )
     samples: dict[str, float] = {}
     for family in metrics_registry(registry).collect():
         for sample in family.samples:

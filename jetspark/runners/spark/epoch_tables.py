@@ -37,6 +37,7 @@ from jetspark.core.suppliers import (
     ProcessorSupplier,
     VertexCapability,
 )
+from jetspark.filesystems import is_local
 from jetspark.processors.sinks import _CollectP
 
 if TYPE_CHECKING:  # its sink runs in tasks; planning stays on the driver
@@ -95,9 +96,8 @@ class _Table:
 
         self.fs, root = fsspec.core.url_to_fs(sink.path)
         self.root = root.rstrip("/")
-        local = "file" in (self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,))
         #: The path as Spark's writer takes it (a local path made explicit, whatever the default FS).
-        self.spark_root = f"file://{self.root}" if local else sink.path.rstrip("/")
+        self.spark_root = f"file://{self.root}" if is_local(self.fs) else sink.path.rstrip("/")
         self._published = re.compile(rf"^part-{re.escape(job_id)}-e(\d{{10}})-")
         self._staged = re.compile(rf"^{re.escape(job_id)}-e(\d{{10}})$")
 

@@ -10,8 +10,8 @@ An epoch (see `runners.spark.epochs`) starts from the committed snapshot it name
   when an upstream producer's output ended with it: every processor then saves its state,
   prepares, forwards the barrier and stops (phase 2 is the driver's commit);
 - writes the member's entries to the snapshot's directory, one file per vertex under a name
-  unique to the attempt, and reports them (`SnapshotFilesRecord`) with the processors that
-  completed instead; the driver commits only files that a report names.
+  unique to the attempt (`runners.snapshot_io`), and reports them (`SnapshotFilesRecord`) with
+  the processors that completed instead; the driver commits only files that a report names.
 """
 
 from __future__ import annotations
@@ -26,6 +26,14 @@ from jetspark.core.processor import Processor
 from jetspark.engine.snapshot import SnapshotContext, SnapshotData, SnapshotEntry
 from jetspark.engine.tasklet import ProcessorTasklet
 from jetspark.planning.plan import ExecutionPlan
+from jetspark.runners.snapshot_io import (
+    FileName,
+    holds_only_its_writers_partitions,
+    member_files,
+    read_shares,
+    restored_partitions,
+    write_file,
+)
 from jetspark.runners.spark import state_cache
 from jetspark.runners.spark.records import EpochAbortRecord, SnapshotFilesRecord
 from jetspark.runners.spark.shuffle_in import ShuffleReader
@@ -115,8 +123,8 @@ class EpochTask:
     def refusal(self, stage: int, carrier: int) -> EpochAbortRecord | None:
         """The record that aborts the epoch if this task ran before in this epoch: a retry, a
         speculative copy, or a stage Spark runs again (its attempt numbers start at 0 again, so
-        each task also claims a marker file `<job>/runs/<run>/s<stage>-m<member>` and the second
-        claimant loses)."""
+        each task also claims its (stage, member) in the checkpoint store, `CheckpointStore.claim`,
+        and the second claimant loses)."""
         number = _attempt_number()
         if number == 0 and self._claim(stage):
             return None
@@ -128,14 +136,7 @@ class EpochTask:
         return EpochAbortRecord(carrier, stage, self.member, reason)
 
     def _claim(self, stage: int) -> bool:
-        fs = self.store.fs
-        path = f"{self.store.job_dir}/runs/{self.spec.run_id}/s{stage:04d}-m{self.member:05d}"
-        if fs.exists(path):
-            return False
-        mine = str(self.attempt).encode()
-        fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
-        fs.pipe_file(path, mine)
-        return bool(fs.cat_file(path) == mine)
+        return self.store.claim(self.spec.run_id, stage, self.member, str(self.attempt))
 
     @property
     def store(self) -> CheckpointStore:
@@ -157,10 +158,7 @@ class EpochTask:
         manifest = self._manifest()
         kept: dict[str, list[Processor]] = {}
         for vertex in sorted(eligible):
-            prefix = f"{self._writer(vertex)}-a"
-            files = [
-                (f.name, f.sha256) for f in manifest.files if f.vertex == vertex and f.name.startswith(prefix)
-            ]
+            files = [(f.name, f.sha256) for f in member_files(manifest, vertex, self._name(vertex))]
             processors = state_cache.take(
                 plan.job_id,
                 vertex,
@@ -234,7 +232,7 @@ class EpochTask:
                 and all(t.last_snapshot_id == self.spec.epoch and t.initialized for t in group)
                 and all(  # each saved only keys it owns: a restore would give it the same ones
                     t.outbox.snapshot_partitions
-                    <= set(arrangement.processor_partitions(self.member, t.context.local_processor_index, lp))
+                    <= restored_partitions(arrangement, lp, (t.context.global_processor_index,))
                     for t in group
                 )
                 and all(state_cache.keepable(p) for p in processors)
@@ -257,30 +255,15 @@ class EpochTask:
         None when the job starts afresh."""
         if self.spec.restore_dir is None:
             return None
-        from jetspark.runners.durable import load_shares
-
         vertices = [v for v in self.vertices if v not in self.kept]
-        return load_shares(
+        return read_shares(
             self.store, self._manifest(), self.plan, vertices, self.member, self.spec.completed
         )
 
     def _owned_only(self, manifest: Manifest, vertex: str) -> bool:
-        """Every file of `vertex` (chains too) holds only entries of partitions its writer member
-        owns, none broadcast: then a member's restore reads its own file and nothing else, which
-        is what keeping its processors, or applying a delta to its file, assumes."""
-        arrangement = self.plan.arrangement
-        for file in manifest.files:
-            if file.vertex != vertex:
-                continue
-            try:
-                writer = int(file.name.split("-")[1][1:])
-            except (IndexError, ValueError):
-                return False
-            owned = set(arrangement.member_partitions(writer))
-            for one in (file, *(f for _, f in file.chain)):
-                if any(segment.partition not in owned for segment in one.segments):
-                    return False
-        return True
+        """A member's restore of `vertex` reads its own file and nothing else, which is what
+        keeping its processors, or applying a delta to its file, assumes."""
+        return holds_only_its_writers_partitions(manifest, vertex, self.plan.arrangement)
 
     def _plan_chains(self) -> dict[str, tuple[tuple[int, SnapshotFile], ...]]:
         """Per vertex, the chain this epoch's file may extend with only what changed (`deltas`):
@@ -300,8 +283,7 @@ class EpochTask:
         done = {name for name, _ in spec.completed}
         chains = {}
         for vertex in self.vertices:
-            prefix = f"{self._writer(vertex)}-a"
-            mine = [f for f in manifest.files if f.vertex == vertex and f.name.startswith(prefix)]
+            mine = member_files(manifest, vertex, self._name(vertex))
             if vertex in done or len(mine) != 1 or not self._owned_only(manifest, vertex):
                 continue
             chain = plan_chain(spec.restore_id, mine[0])
@@ -315,9 +297,9 @@ class EpochTask:
             self._restore_manifest = self.store.load_manifest(self.spec.restore_dir)
         return self._restore_manifest
 
-    def _writer(self, vertex: str) -> str:
-        """The start of the name of this member's snapshot file of `vertex` (`_write`)."""
-        return f"v{list(self.plan.vertices).index(vertex):04d}-m{self.member:05d}"
+    def _name(self, vertex: str) -> FileName:
+        """The name of this task attempt's snapshot file of `vertex` (`_write`)."""
+        return FileName.of(list(self.plan.vertices), vertex, self.member, self.attempt)
 
     def snapshot_context(self, processors: int) -> SnapshotContext:
         context = SnapshotContext(processors, self.spec.restore_id, phase2_deferred=True)
@@ -334,7 +316,6 @@ class EpochTask:
         full = context.full_saves if context is not None else set()
         for vertex in sorted(set(data) | set(self._chains)):
             entries: list[SnapshotEntry] = data.get(vertex, [])
-            writer = f"{self._writer(vertex)}-a{self.attempt}"
             chain = self._chains.get(vertex, ())
             took_part = all(
                 t.last_snapshot_id == snapshot_id for t in self.tasklets if t.context.vertex_name == vertex
@@ -343,7 +324,7 @@ class EpochTask:
                 chain = ()  # a full file: some processor saved everything, or completed
             if not chain and vertex not in data:
                 continue
-            written = self.store.write_file(snapshot_id, vertex, writer, entries, chain)
+            written = write_file(self.store, snapshot_id, vertex, self._name(vertex), entries, chain)
             self.files.append(written.to_json())
         return True
 

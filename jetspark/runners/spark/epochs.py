@@ -26,7 +26,6 @@ from typing import Any, TypeVar
 
 from jetspark.checkpoint import CheckpointStore, CorruptSnapshotError, Manifest
 from jetspark.checkpoint.job_record import JobRecord
-from jetspark.checkpoint.store import SnapshotFile
 from jetspark.core.config import ProcessingGuarantee
 from jetspark.core.errors import JobFailedError, ProcessorContractError
 from jetspark.planning.pipeline import PreparedDag
@@ -35,6 +34,7 @@ from jetspark.runners.coordinator import RestartLoop, Step, Verdict, close_meta_
 from jetspark.runners.identity import take_back
 from jetspark.runners.job import Capabilities, EpochStats, JobStatus
 from jetspark.runners.member import add_metrics
+from jetspark.runners.snapshot_io import commit_reported
 from jetspark.runners.spark.epoch_stats import EpochLedger
 from jetspark.runners.spark.epoch_tables import EpochTables
 from jetspark.runners.spark.epoch_task import EpochSpec
@@ -416,8 +416,9 @@ class EpochJob(SparkHandle):
             "completed": sorted(completed),
             "vertices": sorted(self.plan.vertices),  # `jetspark startpoint set` checks them
         }
-        files = [SnapshotFile.from_json(f) for f in outcome.snapshot_files]
-        self.store.commit(epoch, files, self.plan.arrangement.partition_count, extra)
+        commit_reported(
+            self.store, epoch, outcome.snapshot_files, self.plan.arrangement.partition_count, extra
+        )
         self._completed = completed
         self._keep(outcome)
         self.epochs_committed += 1
@@ -438,12 +439,10 @@ class EpochJob(SparkHandle):
             _log.exception("job %r: deleting the files of aborted epoch %d failed", self.name, epoch)
 
     def _forget_run(self, spec: EpochSpec) -> None:
-        path = f"{self.store.job_dir}/runs/{spec.run_id}"
         try:
-            if self.store.fs.exists(path):
-                self.store.fs.rm(path, recursive=True)
+            self.store.forget_run(spec.run_id)
         except OSError:
-            _log.debug("removing %s failed", path, exc_info=True)
+            _log.debug("removing the claim markers of run %s failed", spec.run_id, exc_info=True)
 
     def _commit_only(self) -> None:
         """Restore the last committed snapshot once more (committing its transactions), then stop."""

@@ -34,7 +34,6 @@ if TYPE_CHECKING:
     from jetspark.checkpoint import CheckpointStore
 
 _log = logging.getLogger("jetspark.spark.side_inputs")
-SIDE_INPUTS = "side-inputs"
 
 
 class _RowReader(ParquetSplitReader):
@@ -47,15 +46,6 @@ class _RowReader(ParquetSplitReader):
             yield first, [Row(**row) for row in rows]
 
 
-def side_input_dir(store: CheckpointStore, job_id: str, vertex: str) -> str:
-    return f"{store.job_dir}/{SIDE_INPUTS}/{job_id}/{vertex}"
-
-
-def _local(store: CheckpointStore) -> bool:
-    protocol = store.fs.protocol
-    return "file" in (protocol if isinstance(protocol, tuple) else (protocol,))
-
-
 def freeze_side_inputs(prepared: PreparedDag, store: CheckpointStore, job_id: str) -> PreparedDag:
     """`prepared` with every `from_dataframe` source (`VertexCapability.READS_DATAFRAME`) replaced
     by a Parquet source over its frozen copy (written now, unless an earlier run of this job wrote
@@ -63,14 +53,14 @@ def freeze_side_inputs(prepared: PreparedDag, store: CheckpointStore, job_id: st
     frozen: dict[str, ProcessorMetaSupplier] = {}
     for name in prepared.with_capability(VertexCapability.READS_DATAFRAME):
         source = cast(DataFrameSource, prepared.meta_supplier(name))
-        if not _local(store):
+        if not store.is_local:
             raise ValueError(
                 f"vertex {name!r}: under a processing guarantee a from_dataframe source is copied once "
                 f"under JobConfig.checkpoint_root, which must then be a file system path both Spark and "
                 f"the executors read (got protocol {store.fs.protocol!r})"
             )
-        directory = side_input_dir(store, job_id, name)
-        if not store.fs.exists(f"{directory}/_SUCCESS"):  # a run that died while writing it left no marker
+        directory = store.side_input_dir(job_id, name)
+        if not store.side_input_written(directory):  # a run that died while writing it left no marker
             _log.info("vertex %r: copying its DataFrame to %s (read once)", name, directory)
             source.df.write.mode("overwrite").parquet(f"file://{directory}")
         frozen[name] = ProcessorMetaSupplier.of(_frozen_source(directory, source.df.columns))
@@ -86,9 +76,7 @@ def _frozen_source(directory: str, columns: Sequence[str]) -> ProcessorSupplier:
 
 def drop_side_inputs(store: CheckpointStore) -> None:
     """Delete the job's DataFrame copies (the job completed: nothing restores from them)."""
-    path = f"{store.job_dir}/{SIDE_INPUTS}"
     try:
-        if store.fs.exists(path):
-            store.fs.rm(path, recursive=True)
+        store.drop_side_inputs()
     except OSError:
-        _log.exception("deleting %s failed", path)
+        _log.exception("deleting the DataFrame copies of job %r failed", store.job)

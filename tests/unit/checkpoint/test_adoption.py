@@ -1,11 +1,11 @@
-"""`durable.adopters`: the entries of processors that completed in an earlier epoch go to live ones."""
+"""`snapshot_io.adopters`: the entries of processors that completed in an earlier epoch go to live ones."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jetspark.runners.durable import adopters
+from jetspark.runners.snapshot_io import adopters
 
 
 @given(st.integers(1, 12).flatmap(lambda n: st.tuples(st.just(n), st.sets(st.integers(0, n - 1)))))

@@ -230,3 +230,43 @@ def test_a_corrupt_snapshot_error_pickles_as_itself() -> None:
     error = pickle.loads(pickle.dumps(CorruptSnapshotError("/x/a.snap", "is missing")))
     assert isinstance(error, CorruptSnapshotError)
     assert error.path == "/x/a.snap" and str(error) == "snapshot file /x/a.snap: is missing"
+
+
+@pytest.mark.parametrize("root", ["local", "memory"])
+def test_a_task_of_a_run_is_claimed_once_and_a_new_run_claims_afresh(tmp_path: Path, root: str) -> None:
+    url = str(tmp_path) if root == "local" else f"memory://claims-{uuid.uuid4().hex}"
+    store = CheckpointStore(url, "job-1")
+    assert store.claim("run-a", 2, 1, "attempt-0")
+    assert not store.claim("run-a", 2, 1, "attempt-1"), "a second attempt of the task loses"
+    assert not store.claim("run-a", 2, 1, "attempt-0"), "so does the same claimant, coming back"
+    assert store.claim("run-a", 2, 0, "attempt-1") and store.claim("run-a", 3, 1, "attempt-1")
+    assert store.claim("run-b", 2, 1, "attempt-1"), "another run of the epoch claims afresh"
+    store.forget_run("run-a")
+    assert store.claim("run-a", 2, 1, "attempt-2") and not store.claim("run-b", 2, 1, "attempt-2")
+    store.forget_runs()
+    assert store.claim("run-b", 2, 1, "attempt-3")
+
+
+def test_a_completed_job_keeps_no_claim_markers(tmp_path: Path) -> None:
+    from jetspark.checkpoint.job_record import first_record
+
+    store = CheckpointStore(str(tmp_path), "job-1")
+    assert store.claim("run-a", 0, 0, "0")
+    store.finish(first_record("0123456789abcdef", "job-1", "run1").finished())
+    assert not (tmp_path / "job-1" / "runs").exists()
+    assert store.claim("run-a", 0, 0, "1")
+
+
+def test_what_runners_keep_beside_the_snapshots_is_named_by_the_store(tmp_path: Path) -> None:
+    store = CheckpointStore(str(tmp_path), "job-1")
+    assert store.is_local and not CheckpointStore(f"memory://{uuid.uuid4().hex}", "job-1").is_local
+    assert store.driver_lock_path == f"{tmp_path}/job-1/DRIVER"
+    copy = store.side_input_dir("0123", "rows")
+    assert copy == f"{tmp_path}/job-1/side-inputs/0123/rows"
+    Path(copy).mkdir(parents=True)
+    assert not store.side_input_written(copy), "a copy whose writer died before its _SUCCESS"
+    (Path(copy) / "_SUCCESS").touch()
+    assert store.side_input_written(copy)
+    store.drop_side_inputs()
+    assert not (tmp_path / "job-1" / "side-inputs").exists()
+    store.drop_side_inputs()  # nothing left to delete

@@ -174,7 +174,9 @@ def test_a_completed_job_runs_again_only_with_start_over(
     from jetspark.api import START_OVER_ENV
     from jetspark.processors.transactional import read_lines
 
-    monkeypatch.delenv(START_OVER_ENV, raising=False)  # main() sets it; restored afterwards
+    # main() sets it in this process: setenv (not delenv of an unset name, which records nothing)
+    # makes monkeypatch remove it afterwards, so later tests' `jetspark` children do not start over
+    monkeypatch.setenv(START_OVER_ENV, "0")
     job = tmp_path / "job.py"
     job.write_text(DURABLE_JOB)
     command = ["run", "--local", "--quiet", str(job), str(tmp_path / "ck"), str(tmp_path / "out")]

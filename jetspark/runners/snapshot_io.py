@@ -1,0 +1,364 @@
+"""Snapshot I/O: the one place that names, writes and reads snapshot files of the checkpoint
+store, and decides which entries each processor restores. The local runner, the Spark epoch
+driver and the epoch tasks all go through it.
+
+**Ownership.** `restorer` says which processor restores an entry: the owner of the entry's key
+partition under the plan (`PartitionArrangement.global_owner`), or every processor for the
+broadcast partition. `restored_partitions` is the same rule read the other way (the partitions
+some processors restore), so routing entries in memory (`runners.wiring`), reading a member's
+share from a file, and checking that a member's file holds only its own partitions agree.
+
+**Names.** A snapshot has one file per vertex per writer, named `v<vertex>-<writer>.snap`
+(`FileName`): `<vertex>` is the vertex's position in the plan (names of vertices may be anything,
+file names may not), `<writer>` is `all` for the local runner (every member's entries in one
+file) or `m<member>-a<attempt>` for one Spark task attempt (unique per attempt, so a retried task
+never overwrites a file the first attempt wrote). A file's vertex and member are read back from
+its name (`FileName.parse`) only to find a member's own file of the committed snapshot; what a
+restore reads is named by the manifest, so files written under older names restore too.
+
+**Writing** (`write_file`, `commit_snapshot`, `export_snapshot`, `commit_reported`) and
+**reading** (`read_snapshot`: everything; `read_shares`: one member's share). A snapshot taken
+with another partition count is read whole and its keys' partitions computed again.
+
+This module imports no fsspec (the checkpoint store needs it; executors of batch jobs have not
+got it): the store comes in as an argument.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Collection, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from jetspark.engine.snapshot import (
+    BROADCAST_PARTITION,
+    Snapshot,
+    SnapshotData,
+    SnapshotEntry,
+    entry_partition,
+)
+from jetspark.planning.partitions import PartitionArrangement
+
+if TYPE_CHECKING:
+    from jetspark.checkpoint import CheckpointStore, Manifest
+    from jetspark.checkpoint.store import SnapshotFile
+    from jetspark.planning.plan import ExecutionPlan
+
+#: An incremental file's chain (`checkpoint.deltas`): (snapshot id, file), oldest first.
+Chain = tuple[tuple[int, "SnapshotFile"], ...]
+
+# ---- ownership -------------------------------------------------------------------------------
+
+
+def restorer(partition: int, arrangement: PartitionArrangement, local_parallelism: int) -> int | None:
+    """The global index of the processor that restores the entries of `partition` (a vertex of
+    `local_parallelism` processors per member), or None for the broadcast partition: every
+    processor restores those."""
+    if partition == BROADCAST_PARTITION:
+        return None
+    return arrangement.global_owner(partition, local_parallelism)
+
+
+def route_entries(
+    entries: Iterable[SnapshotEntry], arrangement: PartitionArrangement, local_parallelism: int
+) -> tuple[dict[int, list[SnapshotEntry]], list[SnapshotEntry]]:
+    """`entries` split by `restorer`: the keyed ones per restoring processor (global index), and
+    the broadcast ones (for every processor). Partitions are those of `arrangement`."""
+    owners = _owners(arrangement, local_parallelism)
+    keyed: dict[int, list[SnapshotEntry]] = {}
+    broadcast: list[SnapshotEntry] = []
+    for entry in entries:
+        if entry.partition == BROADCAST_PARTITION:
+            broadcast.append(entry)
+        else:
+            keyed.setdefault(owners[entry.partition], []).append(entry)
+    return keyed, broadcast
+
+
+@functools.lru_cache(maxsize=256)
+def _owners(arrangement: PartitionArrangement, lp: int) -> tuple[int, ...]:
+    """`restorer` of every key partition, looked up by index on the restore path."""
+    owners = []
+    for partition in range(arrangement.partition_count):
+        owner = restorer(partition, arrangement, lp)
+        assert owner is not None, "only the broadcast partition is everyone's"
+        owners.append(owner)
+    return tuple(owners)
+
+
+def member_processors(member: int, local_parallelism: int) -> range:
+    """The global indexes of `member`'s processors of a vertex."""
+    return range(member * local_parallelism, (member + 1) * local_parallelism)
+
+
+def restored_partitions(
+    arrangement: PartitionArrangement, local_parallelism: int, processors: Iterable[int]
+) -> frozenset[int]:
+    """The key partitions whose entries `processors` (global indexes) restore, by `restorer`; the
+    broadcast partition is not among them."""
+    return _restored(arrangement, local_parallelism, frozenset(processors))
+
+
+@functools.lru_cache(maxsize=1024)
+def _restored(arrangement: PartitionArrangement, lp: int, processors: frozenset[int]) -> frozenset[int]:
+    return frozenset(
+        p for p in range(arrangement.partition_count) if restorer(p, arrangement, lp) in processors
+    )
+
+
+def member_partitions(arrangement: PartitionArrangement, member: int) -> frozenset[int]:
+    """The key partitions whose entries `member`'s processors restore, whatever their number."""
+    return restored_partitions(arrangement, 1, (member,))
+
+
+# ---- names -----------------------------------------------------------------------------------
+
+_NAME = re.compile(r"v(\d+)-(?:all|m(\d+)-a(\d+))(?:\.snap)?")
+
+
+@attrs.frozen
+class FileName:
+    """The name of one snapshot file (without `.snap`, which the store adds)."""
+
+    #: The vertex's position among the plan's vertices.
+    vertex_index: int
+    #: The member whose entries the file holds; None: every member's (the local runner).
+    member: int | None = None
+    #: The Spark task attempt that wrote it (0 for the local runner).
+    attempt: int = 0
+
+    @classmethod
+    def of(
+        cls, vertices: Sequence[str], vertex: str, member: int | None = None, attempt: int = 0
+    ) -> FileName:
+        """The name of `vertex`'s file (`vertices`: the plan's, in order) from one writer."""
+        try:
+            index = list(vertices).index(vertex)
+        except ValueError:
+            raise ValueError(
+                f"vertex {vertex!r} saved snapshot entries but is not in the job's plan"
+            ) from None
+        return cls(index, member, attempt)
+
+    @classmethod
+    def parse(cls, name: str) -> FileName | None:
+        """The name read back; None for a name this scheme did not make."""
+        match = _NAME.fullmatch(name)
+        if match is None:
+            return None
+        vertex, member, attempt = match.groups()
+        if member is None:
+            return cls(int(vertex))
+        return cls(int(vertex), int(member), int(attempt))
+
+    def __str__(self) -> str:
+        if self.member is None:
+            return f"v{self.vertex_index:04d}-all"
+        return f"v{self.vertex_index:04d}-m{self.member:05d}-a{self.attempt}"
+
+    def same_writer(self, name: str) -> bool:
+        """`name` is a file of the same vertex from the same member (any attempt of it)."""
+        other = FileName.parse(name)
+        return (
+            other is not None
+            and self.member is not None
+            and (other.vertex_index, other.member) == (self.vertex_index, self.member)
+        )
+
+
+def member_files(manifest: Manifest, vertex: str, name: FileName) -> list[SnapshotFile]:
+    """The files of `vertex` in `manifest` written by the member `name` names."""
+    return [f for f in manifest.files if f.vertex == vertex and name.same_writer(f.name)]
+
+
+def holds_only_its_writers_partitions(
+    manifest: Manifest, vertex: str, arrangement: PartitionArrangement
+) -> bool:
+    """Every file of `vertex` (chains too) holds only entries of partitions its writer member
+    restores, none broadcast: then a member's restore reads its own file and nothing else."""
+    for file in manifest.files:
+        if file.vertex != vertex:
+            continue
+        name = FileName.parse(file.name)
+        if name is None or name.member is None:
+            return False
+        owned = member_partitions(arrangement, name.member)
+        for one in (file, *(f for _, f in file.chain)):
+            if any(segment.partition not in owned for segment in one.segments):
+                return False
+    return True
+
+
+# ---- writing ---------------------------------------------------------------------------------
+
+
+def write_file(
+    store: CheckpointStore,
+    snapshot_id: int,
+    vertex: str,
+    name: FileName,
+    entries: Iterable[SnapshotEntry],
+    chain: Chain = (),
+) -> SnapshotFile:
+    """Write one file of snapshot `snapshot_id`: `vertex`'s entries from one writer; with
+    `chain`, only what changed since those files (`checkpoint.deltas`)."""
+    return store.write_file(snapshot_id, vertex, str(name), entries, chain)
+
+
+def _write_all(
+    store: CheckpointStore, snapshot_id: int, data: SnapshotData, vertices: Sequence[str]
+) -> list[SnapshotFile]:
+    """One file per vertex of every member's entries (the local runner)."""
+    return [
+        write_file(store, snapshot_id, vertex, FileName.of(vertices, vertex), data[vertex])
+        for vertex in sorted(data)
+    ]
+
+
+def commit_snapshot(
+    store: CheckpointStore,
+    snapshot_id: int,
+    data: SnapshotData,
+    vertices: Sequence[str],
+    partition_count: int,
+    extra: dict[str, Any],
+) -> Manifest:
+    """Write every vertex's entries and commit them; on failure delete what was written, and
+    re-raise. `vertices`: the plan's, in order (they name the files)."""
+    try:
+        return store.commit(
+            snapshot_id, _write_all(store, snapshot_id, data, vertices), partition_count, extra
+        )
+    except BaseException:
+        store.abort(snapshot_id)
+        raise
+
+
+def export_snapshot(
+    store: CheckpointStore,
+    snapshot_id: int,
+    data: SnapshotData,
+    vertices: Sequence[str],
+    partition_count: int,
+    name: str,
+) -> Manifest:
+    """Write a snapshot that is not a commit point (`export_snapshot` without prepare/commit)
+    straight to the exported `name`."""
+    try:
+        files = _write_all(store, snapshot_id, data, vertices)
+        manifest = store.write_manifest(
+            store.snapshot_dir(snapshot_id), snapshot_id, files, partition_count, {}
+        )
+        return store.export(manifest, name)
+    finally:
+        store.abort(snapshot_id)
+
+
+def commit_reported(
+    store: CheckpointStore,
+    snapshot_id: int,
+    reported: Iterable[dict[str, Any]],
+    partition_count: int,
+    extra: dict[str, Any],
+) -> Manifest:
+    """Commit the files tasks wrote and reported (`SnapshotFile.to_json`), and only those."""
+    from jetspark.checkpoint.store import SnapshotFile
+
+    return store.commit(snapshot_id, [SnapshotFile.from_json(f) for f in reported], partition_count, extra)
+
+
+# ---- reading ---------------------------------------------------------------------------------
+
+
+def _entries(
+    store: CheckpointStore,
+    manifest: Manifest,
+    vertex: str,
+    partition_count: int,
+    wanted: frozenset[int] | None,
+) -> list[SnapshotEntry]:
+    """`vertex`'s entries of the partitions `wanted` (None: all), checked as they are read, each
+    with its key's partition under `partition_count`."""
+    if manifest.partition_count == partition_count:
+        return [SnapshotEntry._make(raw) for raw in store.read(manifest, vertex, wanted)]
+    entries = [
+        _repartitioned(SnapshotEntry._make(raw), partition_count) for raw in store.read(manifest, vertex)
+    ]
+    return entries if wanted is None else [e for e in entries if e.partition in wanted]
+
+
+def read_snapshot(
+    store: CheckpointStore,
+    manifest: Manifest,
+    partition_count: int,
+    vertices: Collection[str] | None = None,
+) -> Snapshot:
+    """Every entry of the snapshot (of `vertices` only, if given), checked while read."""
+    data: SnapshotData = {}
+    for vertex in sorted(manifest.vertices()):
+        if vertices is None or vertex in vertices:
+            data[vertex] = _entries(store, manifest, vertex, partition_count, None)
+    return Snapshot(manifest.snapshot_id, data, manifest.extra.get("exported_name"), dict(manifest.extra))
+
+
+def read_shares(
+    store: CheckpointStore,
+    manifest: Manifest,
+    plan: ExecutionPlan,
+    vertices: Collection[str],
+    member: int,
+    completed: Collection[tuple[str, int]] = (),
+) -> SnapshotData:
+    """The entries member `member`'s processors of `vertices` restore: the partitions they
+    restore (`restored_partitions`) and the broadcast entries, read without the rest of the file.
+
+    `completed` names processors (vertex, global index) that completed in an earlier epoch. The
+    entries their partitions hold (saved by live processors, such as a source's slices that a
+    restore once handed to it) are adopted by a live processor of the vertex, chosen the same way
+    in every task (`adopters`), and re-addressed to one of its partitions so that it restores them.
+    """
+    arrangement = plan.arrangement
+    data: SnapshotData = {}
+    present = manifest.vertices()
+    for vertex in vertices:
+        if vertex not in present:
+            continue
+        lp = plan.vertices[vertex].local_parallelism
+        adopted = adopters(vertex, lp * plan.member_count, completed)
+        mine = member_processors(member, lp)
+        whose = {*mine, *(orphan for orphan, adopter in adopted.items() if adopter in mine)}
+        wanted = restored_partitions(arrangement, lp, whose) | {BROADCAST_PARTITION}
+        entries = _entries(store, manifest, vertex, arrangement.partition_count, wanted)
+        if adopted:
+            entries = [_readdressed(e, adopted, arrangement, lp) for e in entries]
+        data[vertex] = entries
+    return data
+
+
+def adopters(vertex: str, total: int, completed: Collection[tuple[str, int]]) -> dict[int, int]:
+    """For each completed processor of `vertex`: the live processor that adopts its entries."""
+    done = sorted(index for name, index in completed if name == vertex)
+    live = [index for index in range(total) if index not in set(done)]
+    if not live:
+        return {}
+    return {orphan: live[orphan % len(live)] for orphan in done}
+
+
+def _readdressed(
+    entry: SnapshotEntry, adopted: dict[int, int], arrangement: PartitionArrangement, lp: int
+) -> SnapshotEntry:
+    owner = restorer(entry.partition, arrangement, lp)
+    adopter = None if owner is None else adopted.get(owner)
+    if adopter is None:
+        return entry
+    return entry._replace(partition=min(restored_partitions(arrangement, lp, (adopter,))))
+
+
+def _repartitioned(entry: SnapshotEntry, partition_count: int) -> SnapshotEntry:
+    if entry.partition == BROADCAST_PARTITION:
+        return entry
+    key, _ = entry.decode()
+    return entry._replace(partition=entry_partition(key, partition_count))
