@@ -18,7 +18,7 @@ from jetspark.checkpoint import CheckpointStore
 from jetspark.core.watermark import BroadcastKey
 from jetspark.engine.snapshot import SnapshotEntry, encode_entry, entry_partition
 from jetspark.planning.partitions import PartitionArrangement
-from jetspark.planning.plan import build_plan
+from jetspark.planning.pipeline import build_plan
 from jetspark.runners.snapshot_io import (
     FileName,
     commit_snapshot,
