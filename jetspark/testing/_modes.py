@@ -49,6 +49,9 @@ class Mode:
     restore_points: frozenset[int] = frozenset()
     layouts: tuple[Layout, ...]
     multi: bool = False
+    #: Snapshots after the first are incremental where every processor names the keys it changed
+    #: (`changed_snapshot_keys`), a full one every `FULL_EVERY`-th; a restore applies the deltas.
+    incremental: bool = False
     name: str = ""
 
     def restores_at(self, point: int) -> bool:
@@ -66,6 +69,11 @@ class Mode:
             parts.append("restore at every point, alternating " + " <-> ".join(str(x) for x in self.layouts))
         elif self.restore_points:
             parts.append(f"snapshot + restore at points {sorted(self.restore_points)}")
+        elif self.incremental:
+            parts.append(
+                f"incremental snapshots (changed_snapshot_keys) at every point, restore at every "
+                f"{_ordinal_word(self.restore_every or 1)}"
+            )
         elif self.restore_every is None:
             parts.append("snapshot at every point, never restored")
         elif self.restore_every == 1:
@@ -110,6 +118,17 @@ def default_modes(
                 layouts=single,
             )
         )
+    modes.append(
+        Mode(
+            group=Group.RESTORE,
+            inbox_size=1,
+            outbox_capacity=small_capacity,
+            snapshots=True,
+            restore_every=3,
+            incremental=True,
+            layouts=single,
+        )
+    )
     for points in restore_points:
         modes.append(
             Mode(

@@ -18,6 +18,7 @@ import attrs
 
 from jetspark.core.suppliers import SupplierLike
 from jetspark.core.watermark import Watermark
+from jetspark.engine.snapshot import saves_incrementally
 from jetspark.testing._calls import CallLog
 from jetspark.testing._context import ContextSettings, ProcessorFactory
 from jetspark.testing._harness import Harness
@@ -103,8 +104,12 @@ def run_verification(supplier: SupplierLike, settings: Settings, expectation: Ex
     mixed = mix_inputs(settings.inputs, settings.priorities)
     results: list[ModeResult] = []
     names: list[str] = []
+    incremental = False  # whether the processor names the keys it changed (seen in a run)
     for mode in modes:
+        if mode.incremental and not incremental:
+            continue  # the same as a full-snapshot mode
         result, name = run_mode(supplier, settings, expectation, mode, _fresh(mixed))
+        incremental = incremental or result.saves_incrementally
         results.append(result)
         names.append(name)
         if result.violation is not None and result.violation.kind is FailureKind.NEVER_FINISHES:
@@ -162,7 +167,15 @@ def run_mode(
             violation = error
     mismatch = expectation.mismatch(mode, harness.outputs) if violation is None else None
     name = type(harness.made[0].processor).__name__ if harness.made else "processor"
-    result = ModeResult(mode, harness.outputs, violation, mismatch, log.last(), harness.restores)
+    result = ModeResult(
+        mode,
+        harness.outputs,
+        violation,
+        mismatch,
+        log.last(),
+        harness.restores,
+        bool(harness.made) and saves_incrementally(harness.made[0].processor),
+    )
     return result, name
 
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from jetspark.core.processor import Processor
-from jetspark.engine.snapshot import SnapshotContext, SnapshotData, SnapshotEntry
+from jetspark.engine.snapshot import BROADCAST_PARTITION, SnapshotContext, SnapshotData, SnapshotEntry
 from jetspark.engine.tasklet import ProcessorTasklet
 from jetspark.planning.plan import ExecutionPlan
 from jetspark.runners.spark import state_cache
@@ -264,10 +264,13 @@ class EpochTask:
             self.store, self._manifest(), self.plan, vertices, self.member, self.spec.completed
         )
 
-    def _owned_only(self, manifest: Manifest, vertex: str) -> bool:
+    def _owned_only(self, manifest: Manifest, vertex: str, broadcast: bool = False) -> bool:
         """Every file of `vertex` (chains too) holds only entries of partitions its writer member
         owns, none broadcast: then a member's restore reads its own file and nothing else, which
-        is what keeping its processors, or applying a delta to its file, assumes."""
+        is what keeping its processors, or applying a delta to its file, assumes. With
+        `broadcast`, broadcast entries are allowed too: a delta applies on its file's keyed
+        entries, and writes all the broadcast ones again (`deltas.merge`), but a kept processor
+        would miss the other members' broadcast entries a restore gives it."""
         arrangement = self.plan.arrangement
         for file in manifest.files:
             if file.vertex != vertex:
@@ -277,6 +280,8 @@ class EpochTask:
             except (IndexError, ValueError):
                 return False
             owned = set(arrangement.member_partitions(writer))
+            if broadcast:
+                owned.add(BROADCAST_PARTITION)
             for one in (file, *(f for _, f in file.chain)):
                 if any(segment.partition not in owned for segment in one.segments):
                     return False
@@ -302,7 +307,7 @@ class EpochTask:
         for vertex in self.vertices:
             prefix = f"{self._writer(vertex)}-a"
             mine = [f for f in manifest.files if f.vertex == vertex and f.name.startswith(prefix)]
-            if vertex in done or len(mine) != 1 or not self._owned_only(manifest, vertex):
+            if vertex in done or len(mine) != 1 or not self._owned_only(manifest, vertex, broadcast=True):
                 continue
             chain = plan_chain(spec.restore_id, mine[0])
             if chain is not None:

@@ -36,9 +36,16 @@ def plan() -> ExecutionPlan:
     return build_plan(dag, JobConfig(member_count=2), 2, job_id="job-1")
 
 
-def commit(store: CheckpointStore, the_plan: ExecutionPlan, snapshot_id: int, stray: bool = False) -> str:
+def commit(
+    store: CheckpointStore,
+    the_plan: ExecutionPlan,
+    snapshot_id: int,
+    stray: bool = False,
+    broadcast: bool = False,
+) -> str:
     """Snapshot `snapshot_id` with one counts file per member, each holding its own partitions
-    (with `stray`, member 1's file also holds a partition member 0 owns). Returns member 0's name."""
+    (with `stray`, member 1's file also holds a partition member 0 owns; with `broadcast`, each
+    file holds a broadcast entry too). Returns member 0's name."""
     index = list(the_plan.vertices).index("counts")
     arrangement = the_plan.arrangement
     files = []
@@ -47,6 +54,8 @@ def commit(store: CheckpointStore, the_plan: ExecutionPlan, snapshot_id: int, st
         entries: list[Entry] = [(mine[0], b"k%d" % member, b"v")]
         if stray and member == 1:
             entries.append((arrangement.member_partitions(0)[1], b"stray", b"v"))
+        if broadcast:
+            entries.append((-1, b"watermark", b"%d" % member))
         files.append(
             store.write_file(
                 snapshot_id, "counts", f"v{index:04d}-m{member:05d}-a{snapshot_id}{member}", entries
@@ -118,6 +127,18 @@ def test_another_members_entries_in_my_partitions_make_it_a_miss_and_the_file_fu
     clean_store = CheckpointStore(str(tmp_path / "clean"), "job")
     commit(clean_store, the_plan, 5)
     chains = clean._plan_chains()
+    assert list(chains) == ["counts"] and [i for i, _ in chains["counts"]] == [5]
+
+
+def test_broadcast_entries_allow_an_incremental_file_but_not_keeping_the_processors(tmp_path: Path) -> None:
+    """A delta writes every broadcast entry again (`deltas.merge`), so a file with them may be
+    extended; a kept processor would miss the broadcast entries of the other members' files."""
+    the_plan = plan()
+    store = CheckpointStore(str(tmp_path), "job")
+    keep(the_plan, store, 5, commit(store, the_plan, 5, broadcast=True))
+    epoch = task(tmp_path, the_plan, 5)
+    assert epoch.take_kept() == {}
+    chains = epoch._plan_chains()
     assert list(chains) == ["counts"] and [i for i, _ in chains["counts"]] == [5]
 
 
