@@ -18,6 +18,11 @@ each for every `--keys`, in one Spark session:
 
 With `--changed-keys` the count processor names the keys it changed since its last save
 (`changed_snapshot_keys`), so its snapshots are incremental.
+
+With `--window` the fixed-cost part runs a windowed job instead: the built-in
+`aggregate_to_sliding_window` (a count per key in a tumbling window that does not close during
+the run, so the state holds every key), twice in the same session: as built (it names its
+changed keys: incremental snapshots) and with `changed_snapshot_keys` switched off (full ones).
 """
 
 from __future__ import annotations
@@ -38,9 +43,11 @@ import examples.streaming_counts as streaming_counts
 from examples.streaming_counts import RunningCount, format_row
 from jetspark import DAG, Edge, JobConfig
 from jetspark.core import AbstractProcessor, ProcessingGuarantee
+from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.core.watermark import BroadcastKey
-from jetspark.processors import generator_stream, transactional_files
+from jetspark.processors import WindowPolicy, counting, generator_stream, transactional_files
 from jetspark.processors.transactional import read_lines
+from jetspark.processors.windows import _SlidingWindowP
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 cloudpickle.register_pickle_by_value(streaming_counts)
@@ -131,14 +138,36 @@ class ChangedKeyedCount(KeyedCount):
 
 #: The counting processor: the user's plain one, or (`--changed-keys`) one naming what changed.
 COUNTER: list[type[KeyedCount]] = [KeyedCount]
+#: The window of `--window`: longer than any run, so no window closes and every key stays.
+WINDOW = WindowPolicy.tumbling(10**15)
 
 
-def counts_dag(out: str, keys: int, count: int | None, rate: float | None, source: Any = None) -> DAG:
+def at_zero(item: int) -> int:
+    """Every item's event time: one frame holds them all."""
+    return 0
+
+
+class FullSnapshotWindowP(_SlidingWindowP):
+    """The built-in window processor with `changed_snapshot_keys` switched off: full snapshots."""
+
+    changed_snapshot_keys = None
+
+
+def window_supplier(keys: int, incremental: bool) -> ProcessorSupplier:
+    """`aggregate_to_sliding_window` counting per key; without `incremental`, the same processor
+    saving fully."""
+    cls = _SlidingWindowP if incremental else FullSnapshotWindowP
+    return ProcessorSupplier.of(lambda: cls(WINDOW, counting(), 0, KeyOf(keys), at_zero))
+
+
+def counts_dag(
+    out: str, keys: int, count: int | None, rate: float | None, source: Any = None, middle: Any = None
+) -> DAG:
     dag = DAG()
     supplier = generator_stream(count=count, items_per_second=rate) if source is None else source
     source_vertex = dag.new_vertex("source", supplier)
     counter = COUNTER[0]
-    counts = dag.new_vertex("counts", lambda: counter(keys))
+    counts = dag.new_vertex("counts", middle or (lambda: counter(keys)))
     dag.edge(Edge.between(source_vertex, counts).partitioned(KeyOf(keys)).distributed())
     files = dag.new_vertex("files", transactional_files(out, format_row))
     dag.edge(Edge.between(counts, files).distributed())
@@ -174,14 +203,18 @@ def throughput(
         shutil.rmtree(work, ignore_errors=True)
 
 
-def fixed_cost(spark: Any, keys: int, epoch_millis: int, quiet_epochs: int) -> dict[str, Any]:
-    """Seconds per epoch once the state holds `keys` keys and the input is ~20 items/s."""
+def fixed_cost(
+    spark: Any, keys: int, epoch_millis: int, quiet_epochs: int, middle: Any = None
+) -> dict[str, Any]:
+    """Seconds per epoch once the state holds `keys` keys and the input is ~20 items/s; the
+    middle vertex counts per key (`middle`: another supplier, e.g. a window's)."""
     from jetspark.runners.spark import SparkRunner
 
     work = tempfile.mkdtemp(prefix="jetspark-epoch-state-")
     try:
+        source = ProcessorSupplier.of(lambda: BurstThenTrickle(keys, 0.1))
         job: Any = SparkRunner(spark).submit(
-            counts_dag(f"{work}/out", keys, None, None, source=lambda: BurstThenTrickle(keys, 0.1)),
+            counts_dag(f"{work}/out", keys, None, None, source=source, middle=middle),
             _config(ProcessingGuarantee.EXACTLY_ONCE, epoch_millis, work),
         )
         try:
@@ -230,6 +263,11 @@ def main() -> None:
     parser.add_argument(
         "--changed-keys", action="store_true", help="the count names its changed keys (incremental snapshots)"
     )
+    parser.add_argument(
+        "--window",
+        action="store_true",
+        help="fixed cost of a windowed job, with and without changed_snapshot_keys, in one session",
+    )
     args = parser.parse_args()
     if args.changed_keys:
         COUNTER[0] = ChangedKeyedCount
@@ -249,7 +287,18 @@ def main() -> None:
                 f"  throughput EO/NONE {none / eo:5.2f}  epochs {epochs}  s/epoch {eo / max(epochs, 1):5.2f}",
                 flush=True,
             )
-        if not args.skip_fixed:
+        if args.window:
+            for incremental in (True, False):
+                middle = window_supplier(keys, incremental)
+                fixed = fixed_cost(spark, keys, args.epoch_millis, args.quiet_epochs, middle)
+                print(
+                    f"keys {keys:>9,}  window, {'incremental' if incremental else 'full':>11} snapshots: "
+                    f"quiet epochs {fixed['seconds_per_epoch']:6.3f} s/epoch, fixed cost "
+                    f"{fixed['fixed_cost'] * 1000:7.0f} ms  state cache hits {fixed['cache_hits']} "
+                    f"misses {fixed['cache_misses']}",
+                    flush=True,
+                )
+        elif not args.skip_fixed:
             fixed = fixed_cost(spark, keys, args.epoch_millis, args.quiet_epochs)
             print(
                 f"keys {keys:>9,}  quiet epochs: {fixed['seconds_per_epoch']:6.3f} s/epoch, "

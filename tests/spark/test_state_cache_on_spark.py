@@ -14,7 +14,7 @@ from examples.streaming_counts import RunningCount, expected_rows, format_row, k
 from jetspark import DAG, Edge
 from jetspark.checkpoint import CheckpointStore
 from jetspark.core import JobConfig, ProcessingGuarantee
-from jetspark.processors import transactional_files
+from jetspark.processors import WindowPolicy, aggregate_to_sliding_window, counting, transactional_files
 from jetspark.processors.transactional import read_lines
 from jetspark.runners.job import JobStatus
 from jetspark.runners.spark.runner import SparkRunner
@@ -127,3 +127,63 @@ def test_incremental_snapshots_count_exactly_across_epochs_and_a_rescale(spark: 
     again.join(180)
     assert again.status is JobStatus.COMPLETED
     assert sorted(read_lines(out)) == expected_rows(6000)
+
+
+def window_row(result: Any) -> str:
+    return f"{result.start} {result.key} {result.value}"
+
+
+def window_dag(out: str, source: Any) -> DAG:
+    """Items 0.. with event time = item; a count per item % 7 in tumbling windows of 100, two
+    window processors per member (so a member's file holds two next-window broadcast entries)."""
+    dag = DAG()
+    source_vertex = dag.new_vertex("source", source)
+    windows = dag.new_vertex(
+        "windows",
+        aggregate_to_sliding_window(seven, identity, WindowPolicy.tumbling(100), counting()),
+        2,
+    )
+    dag.edge(Edge.between(source_vertex, windows).partitioned(seven).distributed())
+    files = dag.new_vertex("files", transactional_files(out, window_row))
+    dag.edge(Edge.between(windows, files).distributed())
+    return dag
+
+
+def seven(item: int) -> int:
+    return item % 7
+
+
+def identity(item: int) -> int:
+    return item
+
+
+def test_a_built_in_window_writes_deltas_and_resumes_exactly_on_another_member_count(
+    spark: Any, tmp_path: Path
+) -> None:
+    """The window vertex's files are deltas (changed keys, deletions of emitted windows, and the
+    next-window broadcast entries of both processors of a member); suspended, resumed on 3 members,
+    every window's count comes out exactly once."""
+    out, root = str(tmp_path / "out"), tmp_path / "ck"
+    gate = Gate(tmp_path / "gate", hold_at=3000)
+    config = two_members("window-deltas", str(root))
+    source = gated_stream(gate, count=6000, timestamp_fn=identity)
+    job = SparkRunner(spark).submit(window_dag(out, source), config)
+    wait_until(lambda: job.epochs_committed >= 4 or job.status is not JobStatus.RUNNING, timeout=180)
+    job.suspend()
+    manifest = CheckpointStore(str(root), "window-deltas", tidy=False).latest()
+    assert manifest is not None
+    windows = [f for f in manifest.files if f.vertex == "windows"]
+    assert len(windows) == 2 and all(f.chain for f in windows), "the windows were saved as deltas"
+    gate.open()
+    again = SparkRunner(spark).submit(
+        window_dag(out, gated_stream(gate, count=6000, timestamp_fn=identity)),
+        attrs.evolve(config, member_count=3),
+    )
+    again.join(180)
+    assert again.status is JobStatus.COMPLETED
+    expected = sorted(
+        f"{start} {key} {sum(1 for i in range(start, start + 100) if i % 7 == key)}"
+        for start in range(0, 6000, 100)
+        for key in range(7)
+    )
+    assert sorted(read_lines(out)) == expected
