@@ -281,31 +281,21 @@ def _time_saves(processor: Any) -> list[float]:
 
 def save_profile(keys: int) -> None:
     """Seconds of one save of a window processor holding `keys` keys, 20 of them changed."""
-    from jetspark.testing._calls import CallLog
-    from jetspark.testing._context import Layout
-    from jetspark.testing._modes import Group, Mode
-    from jetspark.testing._settings import Settings
-    from jetspark.testing._verify import new_harness
+    from jetspark.testing._verify import driven_harness
 
     for name, cls in (
         ("incremental, visiting only changed keys", _SlidingWindowP),
         ("incremental, visiting every entry", WalkingWindowP),
     ):
-        mode = Mode(
-            group=Group.RESTORE,
+        supplier = ProcessorSupplier.of(lambda cls=cls: cls(WINDOW, counting(), 0, KeyOf(keys), at_zero))
+        harness = driven_harness(
+            supplier,
             inbox_size=4096,
             outbox_capacity=1024,
-            snapshots=True,
             incremental=True,
-            layouts=(Layout(),),
+            cooperative_limit=1e9,
+            timeout_seconds=None,
         )
-        kit = Settings(
-            inputs=[[]], priorities=[0], logging=False, cooperative_limit=1e9, timeout_seconds=None
-        )
-        log = CallLog(logging_enabled=False, mode="profile")
-        supplier = ProcessorSupplier.of(lambda cls=cls: cls(WINDOW, counting(), 0, KeyOf(keys), at_zero))
-        harness = new_harness(supplier, kit, mode, log, 1)
-        harness.start()
         for start in range(0, keys, 100_000):
             harness.feed(0, list(range(start, min(keys, start + 100_000))))
         spent = _time_saves(harness.instances[0].processor)

@@ -27,7 +27,7 @@ from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.errors import ProcessorContractError
 from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.core.watermark import BroadcastKey, Watermark
-from jetspark.processors._snapshots import EntryWriter, lowest
+from jetspark.processors._snapshots import EntryWriter, by_key, lowest
 from jetspark.processors._timestamps import bad_timestamp
 from jetspark.processors.windows import LATE_ITEMS_METRIC, WindowPolicy
 
@@ -299,18 +299,8 @@ class _WindowJoinP(AbstractProcessor):
         return self._changed
 
     def _snapshot_entries(self) -> list[tuple[Any, Any]]:
-        only = self.outbox.keys_to_save()
-        by_key: dict[Hashable, dict[int, list[Any]]] = {}
-        if only is None:
-            for end, keys in self._windows.items():
-                for key, sides in keys.items():
-                    by_key.setdefault(key, {})[end] = sides
-        else:  # an incremental snapshot: only the changed keys, each looked up in every window
-            for key in only:
-                found = {end: keys[key] for end, keys in self._windows.items() if key in keys}
-                if found:
-                    by_key[key] = found
-        entries: list[tuple[Any, Any]] = list(by_key.items())
+        grouped = by_key(self._windows, self.outbox.keys_to_save())
+        entries: list[tuple[Any, Any]] = list(grouped.items())
         if self._next_win is not None:
             entries.append((_NEXT_WINDOW, self._next_win))
         return entries

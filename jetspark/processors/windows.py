@@ -44,7 +44,7 @@ from jetspark.core.edge import Edge
 from jetspark.core.inbox import Inbox
 from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.core.watermark import BroadcastKey, Watermark
-from jetspark.processors._snapshots import EntryWriter, lowest
+from jetspark.processors._snapshots import EntryWriter, by_key, lowest
 from jetspark.processors._timestamps import WatermarkWatch, bad_timestamp
 from jetspark.processors.aggregate import AggregateOperation, _count_one, _zero
 
@@ -399,24 +399,14 @@ class _WindowP(AbstractProcessor):
         return self._changed
 
     def _snapshot_entries(self) -> list[tuple[Any, Any]]:
-        only = self.outbox.keys_to_save()
-        by_key: dict[Hashable, dict[int, Any]] = {}
-        if only is None:
-            for frame_end, frame in self._frames.items():
-                for key, acc in frame.items():
-                    by_key.setdefault(key, {})[frame_end] = acc
-        else:  # an incremental snapshot: only the changed keys, each looked up in every frame
-            for key in only:
-                accs = {f: frame[key] for f, frame in self._frames.items() if key in frame}
-                if accs:
-                    by_key[key] = accs
+        grouped = by_key(self._frames, self.outbox.keys_to_save())
         # A key's floor: windows ending below it are out for the key. Tumbling windows need none
         # (a frame leaves with its window), and must not have one: stage 1's keys are not
         # partitioned, so another processor's frames of the key may still be due below it.
         floors = self._floors
         next_win = None if self._policy.is_tumbling else self._next_win
         entries: list[tuple[Any, Any]] = [
-            (key, (floors.get(key, next_win), accs)) for key, accs in by_key.items()
+            (key, (floors.get(key, next_win), accs)) for key, accs in grouped.items()
         ]
         if self._next_win is not None:
             entries.append((_NEXT_WINDOW, self._next_win))

@@ -9,6 +9,7 @@ priority, one item at a time; then cut into inbox batches of one ordinal, a wate
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -106,51 +107,19 @@ def default_modes(
     modes.append(Mode(group=Group.PLAIN, inbox_size=LARGE, outbox_capacity=LARGE, layouts=single))
     if not snapshots:
         return modes
+    # every snapshot mode: one item per batch, the small outbox
+    snapshot_mode = functools.partial(
+        Mode, inbox_size=1, outbox_capacity=small_capacity, snapshots=True, layouts=single
+    )
     for every in (None, 1, 2):
         group = Group.SNAPSHOT_ONLY if every is None else Group.RESTORE
-        modes.append(
-            Mode(
-                group=group,
-                inbox_size=1,
-                outbox_capacity=small_capacity,
-                snapshots=True,
-                restore_every=every,
-                layouts=single,
-            )
-        )
-    modes.append(
-        Mode(
-            group=Group.RESTORE,
-            inbox_size=1,
-            outbox_capacity=small_capacity,
-            snapshots=True,
-            restore_every=3,
-            incremental=True,
-            layouts=single,
-        )
-    )
+        modes.append(snapshot_mode(group=group, restore_every=every))
+    modes.append(snapshot_mode(group=Group.RESTORE, restore_every=3, incremental=True))
     for points in restore_points:
-        modes.append(
-            Mode(
-                group=Group.RESTORE,
-                inbox_size=1,
-                outbox_capacity=small_capacity,
-                snapshots=True,
-                restore_points=points,
-                layouts=single,
-            )
-        )
+        modes.append(snapshot_mode(group=Group.RESTORE, restore_points=points))
     for before, after in redistribution:
         modes.append(
-            Mode(
-                group=Group.REDISTRIBUTION,
-                inbox_size=1,
-                outbox_capacity=small_capacity,
-                snapshots=True,
-                restore_every=1,
-                layouts=(before, after),
-                multi=True,
-            )
+            snapshot_mode(group=Group.REDISTRIBUTION, restore_every=1, layouts=(before, after), multi=True)
         )
     return modes
 

@@ -221,3 +221,38 @@ def diagnose(results: Sequence[ModeResult], has_input: bool) -> tuple[FailureKin
         if in_group:
             return kind, in_group[0]
     raise AssertionError("unreachable: every mode belongs to a group")
+
+
+def driven_harness(
+    supplier: SupplierLike,
+    *,
+    ordinals: int = 1,
+    inbox_size: int = 16,
+    outbox_capacity: int = 16,
+    snapshots: bool = True,
+    incremental: bool = False,
+    **settings: Any,
+) -> Harness:
+    """A started harness of one processor that a test (or a benchmark) drives step by step:
+    `feed`, `feed_watermark`, `end_input`, `snapshot(restore)`, `complete`, `close`, with the
+    kit's checks on every call. `settings` go to `Settings` (e.g. `cooperative_limit`)."""
+    kit = Settings(
+        inputs=[[] for _ in range(ordinals)],
+        priorities=[0] * ordinals,
+        logging=False,
+        outbox_capacity=outbox_capacity,
+        **settings,
+    )
+    name = "incremental snapshots" if incremental else "driven"
+    mode = Mode(
+        group=Group.RESTORE,
+        inbox_size=inbox_size,
+        outbox_capacity=outbox_capacity,
+        snapshots=snapshots,
+        incremental=incremental,
+        layouts=(kit.layout,),
+        name=name,
+    )
+    harness = new_harness(supplier, kit, mode, CallLog(logging_enabled=False, mode=name), 1)
+    harness.start()
+    return harness

@@ -24,11 +24,7 @@ from hypothesis import strategies as st
 from jetspark import processors as P
 from jetspark.core import Watermark
 from jetspark.core.suppliers import SupplierLike
-from jetspark.testing._calls import CallLog
-from jetspark.testing._context import Layout
-from jetspark.testing._modes import Group, Mode
-from jetspark.testing._settings import Settings
-from jetspark.testing._verify import new_harness
+from jetspark.testing._verify import driven_harness
 
 ts_of = operator.itemgetter(0)
 key_of = operator.itemgetter(1)
@@ -113,23 +109,14 @@ def scripts(draw: Any, case: Case) -> list[tuple[Any, ...]]:
 
 def run(case: Case, script: list[tuple[Any, ...]], snapshots: bool, incremental: bool) -> list[Any]:
     """The output of `script` on a fresh processor; snapshot steps are skipped without `snapshots`."""
-    kit = Settings(
-        inputs=[[] for _ in range(case.ordinals)],
-        priorities=[0] * case.ordinals,
-        logging=False,
-        outbox_capacity=2,
-    )
-    mode = Mode(
-        group=Group.RESTORE,
+    harness = driven_harness(
+        case.supplier(),
+        ordinals=case.ordinals,
         inbox_size=3,
         outbox_capacity=2,
         snapshots=snapshots,
         incremental=incremental,
-        layouts=(Layout(),),
-        name="incremental" if incremental else "full",
     )
-    harness = new_harness(case.supplier(), kit, mode, CallLog(logging_enabled=False, mode=mode.name), 1)
-    harness.start()
     for step in script:
         if step[0] == "items":
             harness.feed(step[1], step[2])

@@ -16,32 +16,16 @@ from jetspark import processors as P
 from jetspark.core import BroadcastKey, Watermark
 from jetspark.core.suppliers import SupplierLike
 from jetspark.engine.snapshot import DELETED
-from jetspark.testing._calls import CallLog
-from jetspark.testing._context import Layout
 from jetspark.testing._harness import Harness
-from jetspark.testing._modes import Group, Mode
-from jetspark.testing._settings import Settings
-from jetspark.testing._verify import new_harness
+from jetspark.testing._verify import driven_harness
 
 ts_of = operator.itemgetter(0)
 key_of = operator.itemgetter(1)
 GONE = "deleted"
 
 
-def harness(supplier: SupplierLike, ordinals: int = 1) -> Harness:
-    kit = Settings(inputs=[[] for _ in range(ordinals)], priorities=[0] * ordinals, logging=False)
-    mode = Mode(
-        group=Group.RESTORE,
-        inbox_size=16,
-        outbox_capacity=16,
-        snapshots=True,
-        incremental=True,
-        layouts=(Layout(),),
-        name="incremental",
-    )
-    made = new_harness(supplier, kit, mode, CallLog(logging_enabled=False, mode="incremental"), 1)
-    made.start()
-    return made
+def harness(supplier: SupplierLike, ordinals: int = 1, outbox_capacity: int = 16) -> Harness:
+    return driven_harness(supplier, ordinals=ordinals, outbox_capacity=outbox_capacity, incremental=True)
 
 
 def delta(h: Harness) -> dict[Any, Any]:
@@ -137,18 +121,7 @@ def test_distinct_writes_only_the_keys_first_seen() -> None:
 
 
 def test_aggregate_stage_2_deletes_the_keys_emitted_between_complete_calls() -> None:
-    kit = Settings(inputs=[[]], priorities=[0], logging=False)
-    mode = Mode(
-        group=Group.RESTORE,
-        inbox_size=16,
-        outbox_capacity=1,
-        snapshots=True,
-        incremental=True,
-        layouts=(Layout(),),
-        name="incremental",
-    )
-    h = new_harness(P.combine_by_key(P.counting()), kit, mode, CallLog(logging_enabled=False, mode="i"), 1)
-    h.start()
+    h = harness(P.combine_by_key(P.counting()), outbox_capacity=1)
     h.feed(0, [("a", 1), ("b", 2), ("c", 3)])
     h.snapshot(restore=False)
     h.end_input(0)
