@@ -24,7 +24,8 @@ key by key; a key whose result for the current window went out is marked (its *f
 snapshot taken between `complete()` calls never makes a restored processor repeat it. Each key's
 frames and floor are one snapshot entry keyed by the grouping key (restored to the key's owner
 under any parallelism); the next window to emit is a `BroadcastKey` entry, the minimum of which
-every restored processor takes.
+every restored processor takes. `changed_snapshot_keys` names the keys whose frames or floor
+changed since the last save, so an incremental snapshot writes only those (and deletions).
 """
 
 from __future__ import annotations
@@ -393,7 +394,12 @@ class _WindowP(AbstractProcessor):
     def changed_snapshot_keys(self) -> set[Hashable]:
         """Keys whose frames or floor changed since the last save or restore (incremental
         snapshots); the first time, every key held. The next-window entry is a `BroadcastKey`,
-        written in every save."""
+        written in every save.
+
+        A key saved with the next window as its floor (none of its own) is not named when the
+        next window moves on: its entry keeps the lower floor. That floor only matters for a
+        window the key has frames in, and such a window going out names the key (it gets a
+        floor of its own, or loses its frame)."""
         if self._changed is None:
             return {key for frame in self._frames.values() for key in frame} | set(self._floors)
         return self._changed
