@@ -344,13 +344,31 @@ class EpochTask:
             took_part = all(
                 t.last_snapshot_id == snapshot_id for t in self.tasklets if t.context.vertex_name == vertex
             )
+            if chain and not took_part and vertex not in full:
+                entries = self._made_whole(vertex, snapshot_id, entries)
             if vertex in full or not took_part:
                 chain = ()  # a full file: some processor saved everything, or completed
-            if not chain and vertex not in data:
+            if not chain and not entries:
                 continue
             written = self.store.write_file(snapshot_id, vertex, writer, entries, chain)
             self.files.append(written.to_json())
         return True
+
+    def _made_whole(self, vertex: str, snapshot_id: int, delta: list[SnapshotEntry]) -> list[SnapshotEntry]:
+        """The full file of a vertex whose processors saved incrementally but one completed
+        instead (its state went out with its output): the delta applied on the committed
+        entries of the partitions of the processors that saved (the files of the vertex hold only
+        their writer's partitions, so this member's file alone), broadcast entries from the delta."""
+        from jetspark.checkpoint.deltas import merge
+
+        lp = self.plan.vertices[vertex].local_parallelism
+        saved: set[int] = set()
+        for t in self.tasklets:
+            if t.context.vertex_name == vertex and t.last_snapshot_id == snapshot_id:
+                index = t.context.local_processor_index
+                saved.update(self.plan.arrangement.processor_partitions(self.member, index, lp))
+        base = self.store.read(self._manifest(), vertex, saved)
+        return [SnapshotEntry._make(entry) for entry in merge([base, delta])]
 
     def on_idle(self) -> bool:
         """After a round without progress: a member whose every live processor has all its inputs

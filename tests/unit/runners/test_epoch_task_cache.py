@@ -13,6 +13,8 @@ from jetspark import DAG, Edge, JobConfig
 from jetspark import processors as P
 from jetspark.checkpoint import CheckpointStore
 from jetspark.checkpoint.entries import Entry
+from jetspark.checkpoint.store import SnapshotFile
+from jetspark.engine.snapshot import DELETED, SnapshotEntry
 from jetspark.planning.plan import ExecutionPlan, build_plan
 from jetspark.runners.spark import state_cache
 from jetspark.runners.spark.epoch_task import EpochSpec, EpochTask
@@ -172,3 +174,53 @@ def test_a_kept_processors_own_counters_are_reported_once(tmp_path: Path) -> Non
     figures = {"counts": dict(kept.custom_metrics())}
     epoch.adjust_custom(figures)
     assert figures == {"counts": {"dropped": 2, state_cache.HITS: 1}}
+
+
+def test_a_delta_whose_vertex_had_a_processor_complete_is_written_whole(tmp_path: Path) -> None:
+    """Counts on 2 processors per member: processor 1 completed in the epoch (its state went out
+    with its output), processor 0 saved only what changed. The file must be a full one holding
+    processor 0's committed entries with its delta applied, and none of processor 1's."""
+    dag = DAG()
+    source = dag.new_vertex("source", P.generator_stream(count=10), 1)
+    counts = dag.new_vertex("counts", Counting, 2)
+    dag.edge(Edge.between(source, counts).partitioned(lambda x: x).distributed())
+    dag.edge(Edge.between(counts, dag.new_vertex("sink", P.noop(), 1)))
+    the_plan = build_plan(dag, JobConfig(member_count=2), 2, job_id="job-1")
+    arrangement = the_plan.arrangement
+    mine0 = arrangement.processor_partitions(0, 0, 2)
+    mine1 = arrangement.processor_partitions(0, 1, 2)
+    store = CheckpointStore(str(tmp_path), "job")
+    base: list[Entry] = [
+        (mine0[0], b"kept", b"1"),
+        (mine0[1], b"changed", b"1"),
+        (mine0[2], b"removed", b"1"),
+        (mine1[0], b"of-the-completed", b"1"),
+    ]
+    index = list(the_plan.vertices).index("counts")
+    files = [store.write_file(5, "counts", f"v{index:04d}-m00000-a5", base)]
+    files.append(store.write_file(5, "counts", f"v{index:04d}-m00001-a5", []))
+    store.commit(5, files, arrangement.partition_count, {"member_count": 2})
+    epoch = task(tmp_path, the_plan, 5)
+    epoch.snapshot_context(3)
+    assert "counts" in epoch._chains
+
+    class Took:
+        def __init__(self, local: int, last: int) -> None:
+            self.context = type("Context", (), {"vertex_name": "counts", "local_processor_index": local})()
+            self.last_snapshot_id = last
+
+    epoch.tasklets = [Took(0, 6), Took(1, 5)]  # type: ignore[list-item]
+    delta = [
+        SnapshotEntry(mine0[1], b"changed", b"2"),
+        SnapshotEntry(mine0[2], b"removed", DELETED),
+        SnapshotEntry(-1, b"watermark", b"9"),
+    ]
+    epoch._write(6, {"counts": delta})
+    written = SnapshotFile.from_json(epoch.files[0])
+    assert written.chain == (), "a full file"
+    store.commit(6, [written], arrangement.partition_count, {"member_count": 2})
+    manifest = store.latest()
+    assert manifest is not None
+    assert sorted(store.read(manifest, "counts")) == sorted(
+        [(-1, b"watermark", b"9"), (mine0[0], b"kept", b"1"), (mine0[1], b"changed", b"2")]
+    )
