@@ -156,6 +156,8 @@ class Processor(abc.ABC):
         those keys, and a deletion for each of them not offered. `Outbox.keys_to_save()` then
         returns those keys, so the save may visit only them. `BroadcastKey` entries are not
         per key: every save, incremental too, must offer all of them (the engine keeps them all).
+        Only for state keyed by the key the input is partitioned by: a delta keeps one entry per
+        key, so each key must be saved by one processor, the owner of its partition.
         """
         return True
 

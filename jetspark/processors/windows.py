@@ -25,7 +25,8 @@ snapshot taken between `complete()` calls never makes a restored processor repea
 frames and floor are one snapshot entry keyed by the grouping key (restored to the key's owner
 under any parallelism); the next window to emit is a `BroadcastKey` entry, the minimum of which
 every restored processor takes. `changed_snapshot_keys` names the keys whose frames or floor
-changed since the last save, so an incremental snapshot writes only those (and deletions).
+changed since the last save, so an incremental snapshot writes only those (and deletions); not in
+stage 1, whose keys are not partitioned.
 """
 
 from __future__ import annotations
@@ -542,7 +543,13 @@ class _SlidingWindowP(_WindowP):
 
 
 class _FrameAccumulatorP(_SlidingWindowP):
-    """Stage 1: items -> per-frame accumulators, emitted as `FrameEntry` when the frame closes."""
+    """Stage 1: items -> per-frame accumulators, emitted as `FrameEntry` when the frame closes.
+
+    No incremental snapshots: its items are not partitioned by key, so several processors of a
+    member may save the same key (restored, their frames are combined), while a delta keeps
+    one entry per key."""
+
+    changed_snapshot_keys = None  # type: ignore[assignment]
 
     def _result(self, end: int, key: Hashable, acc: Any) -> Any:
         return FrameEntry(end, key, acc)

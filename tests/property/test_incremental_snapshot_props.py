@@ -52,10 +52,6 @@ CASES = {
         lambda: P.aggregate_to_sliding_window(key_of, ts_of, P.WindowPolicy.tumbling(10), P.to_list()),
         timed,
     ),
-    "window stage 1 (frames)": Case(
-        lambda: P.accumulate_by_frame(key_of, ts_of, P.WindowPolicy.sliding(12, 4), P.counting()),
-        timed,
-    ),
     "window stage 2 (sliding)": Case(
         lambda: P.combine_to_sliding_window(P.WindowPolicy.sliding(12, 4), P.counting()),
         st.builds(P.FrameEntry, st.integers(0, 15).map(lambda n: n * 4), keys, st.integers(1, 3)),

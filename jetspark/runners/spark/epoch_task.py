@@ -344,6 +344,8 @@ class EpochTask:
             took_part = all(
                 t.last_snapshot_id == snapshot_id for t in self.tasklets if t.context.vertex_name == vertex
             )
+            if chain and vertex not in full:
+                self._check_owned(vertex)
             if chain and not took_part and vertex not in full:
                 entries = self._made_whole(vertex, snapshot_id, entries)
             if vertex in full or not took_part:
@@ -353,6 +355,27 @@ class EpochTask:
             written = self.store.write_file(snapshot_id, vertex, writer, entries, chain)
             self.files.append(written.to_json())
         return True
+
+    def _check_owned(self, vertex: str) -> None:
+        """An incremental save keeps one entry per key, so each key must come from one processor:
+        the owner of its partition (state keyed by the key its input is partitioned by)."""
+        lp = self.plan.vertices[vertex].local_parallelism
+        for t in self.tasklets:
+            if t.context.vertex_name != vertex:
+                continue
+            index = t.context.local_processor_index
+            owned = set(self.plan.arrangement.processor_partitions(self.member, index, lp))
+            stray = t.outbox.snapshot_partitions - owned - {BROADCAST_PARTITION}
+            if stray:
+                from jetspark.core.errors import ProcessorContractError
+
+                raise ProcessorContractError(
+                    f"vertex {vertex!r} processor #{t.context.global_processor_index} has "
+                    f"changed_snapshot_keys() but saved keys of partitions it does not own "
+                    f"({len(stray)}, e.g. {min(stray)}): an incremental snapshot needs state keyed by the "
+                    "key its input is partitioned by (a distributed edge partitioned by that key); "
+                    "remove the method, or save such state under BroadcastKey"
+                )
 
     def _made_whole(self, vertex: str, snapshot_id: int, delta: list[SnapshotEntry]) -> list[SnapshotEntry]:
         """The full file of a vertex whose processors saved incrementally but one completed

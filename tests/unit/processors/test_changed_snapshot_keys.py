@@ -15,7 +15,7 @@ from typing import Any
 from jetspark import processors as P
 from jetspark.core import BroadcastKey, Watermark
 from jetspark.core.suppliers import SupplierLike
-from jetspark.engine.snapshot import DELETED
+from jetspark.engine.snapshot import DELETED, saves_incrementally
 from jetspark.testing._harness import Harness
 from jetspark.testing._verify import driven_harness
 
@@ -63,13 +63,17 @@ def test_a_sliding_window_deletes_the_key_whose_last_frame_left() -> None:
     assert delta(h) == {BroadcastKey("next-window"): 15}, "nothing changed: only the broadcast entry"
 
 
-def test_window_stage_1_deletes_the_key_whose_frame_went_out() -> None:
-    h = harness(P.accumulate_by_frame(key_of, ts_of, P.WindowPolicy.sliding(10, 5), P.counting()))
-    h.feed(0, [(1, "a"), (7, "b")])
-    h.snapshot(restore=False)
-    watermark(h, 5)
-    assert h.outputs[0][0] == P.FrameEntry(5, "a", 1)
-    assert delta(h) == {"a": GONE, BroadcastKey("next-window"): 10}
+def test_first_stages_save_fully_their_keys_are_not_partitioned() -> None:
+    """Two processors of a first stage may save one key (combined on restore); a delta keeps one
+    entry per key, so these processors have no changed_snapshot_keys."""
+    for supplier in (
+        P.accumulate_by_frame(key_of, ts_of, P.WindowPolicy.sliding(10, 5), P.counting()),
+        P.accumulate_by_key(key_of, P.counting()),
+        P.accumulate(P.counting()),
+    ):
+        h = harness(supplier)
+        assert not saves_incrementally(h.instances[0].processor), supplier
+        h.close(None)
 
 
 def test_window_stage_2_deletes_the_key_whose_window_went_out() -> None:

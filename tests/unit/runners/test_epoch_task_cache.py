@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -14,6 +16,7 @@ from jetspark import processors as P
 from jetspark.checkpoint import CheckpointStore
 from jetspark.checkpoint.entries import Entry
 from jetspark.checkpoint.store import SnapshotFile
+from jetspark.core.errors import ProcessorContractError
 from jetspark.engine.snapshot import DELETED, SnapshotEntry
 from jetspark.planning.plan import ExecutionPlan, build_plan
 from jetspark.runners.spark import state_cache
@@ -176,10 +179,17 @@ def test_a_kept_processors_own_counters_are_reported_once(tmp_path: Path) -> Non
     assert figures == {"counts": {"dropped": 2, state_cache.HITS: 1}}
 
 
-def test_a_delta_whose_vertex_had_a_processor_complete_is_written_whole(tmp_path: Path) -> None:
-    """Counts on 2 processors per member: processor 1 completed in the epoch (its state went out
-    with its output), processor 0 saved only what changed. The file must be a full one holding
-    processor 0's committed entries with its delta applied, and none of processor 1's."""
+def tasklet(local: int, last: int, saved: set[int]) -> Any:
+    """What `_write` reads of a counts tasklet: its place, last snapshot, partitions saved."""
+    context = SimpleNamespace(vertex_name="counts", local_processor_index=local, global_processor_index=local)
+    return SimpleNamespace(
+        context=context, last_snapshot_id=last, outbox=SimpleNamespace(snapshot_partitions=saved)
+    )
+
+
+def two_per_member(tmp_path: Path) -> tuple[ExecutionPlan, EpochTask]:
+    """Counts on 2 processors per member, snapshot 5 committed (member 0's file: BASE0 and BASE1,
+    keys of its processors 0 and 1), and epoch 6's task of member 0 with a chain for counts."""
     dag = DAG()
     source = dag.new_vertex("source", P.generator_stream(count=10), 1)
     counts = dag.new_vertex("counts", Counting, 2)
@@ -203,13 +213,33 @@ def test_a_delta_whose_vertex_had_a_processor_complete_is_written_whole(tmp_path
     epoch = task(tmp_path, the_plan, 5)
     epoch.snapshot_context(3)
     assert "counts" in epoch._chains
+    return the_plan, epoch
 
-    class Took:
-        def __init__(self, local: int, last: int) -> None:
-            self.context = type("Context", (), {"vertex_name": "counts", "local_processor_index": local})()
-            self.last_snapshot_id = last
 
-    epoch.tasklets = [Took(0, 6), Took(1, 5)]  # type: ignore[list-item]
+def test_a_processor_that_saves_keys_it_does_not_own_in_a_delta_is_named(tmp_path: Path) -> None:
+    """A delta keeps one entry per key: two processors saving one key (input not partitioned by
+    it) would lose one, so an incremental save of a key a processor does not own fails loudly."""
+    the_plan, epoch = two_per_member(tmp_path)
+    theirs = the_plan.arrangement.processor_partitions(0, 1, 2)[0]
+    epoch.tasklets = [tasklet(local=0, last=6, saved={theirs}), tasklet(local=1, last=6, saved=set())]
+    with pytest.raises(
+        ProcessorContractError, match=r"vertex 'counts' processor #0 has changed_snapshot_keys\(\)"
+    ):
+        epoch._write(6, {"counts": [SnapshotEntry(theirs, b"k", b"1")]})
+
+
+def test_a_delta_whose_vertex_had_a_processor_complete_is_written_whole(tmp_path: Path) -> None:
+    """Counts on 2 processors per member: processor 1 completed in the epoch (its state went out
+    with its output), processor 0 saved only what changed. The file must be a full one holding
+    processor 0's committed entries with its delta applied, and none of processor 1's."""
+    the_plan, epoch = two_per_member(tmp_path)
+    arrangement = the_plan.arrangement
+    mine0 = arrangement.processor_partitions(0, 0, 2)
+    store = epoch.store
+    epoch.tasklets = [
+        tasklet(local=0, last=6, saved={mine0[1], mine0[2], -1}),
+        tasklet(local=1, last=5, saved=set()),
+    ]
     delta = [
         SnapshotEntry(mine0[1], b"changed", b"2"),
         SnapshotEntry(mine0[2], b"removed", DELETED),
