@@ -2,6 +2,7 @@
 
     python benchmarks/epoch_state_bench.py [--keys 1000 1000000] [--items 2e6] [--rate 1e5]
         [--epoch-millis 1000] [--quiet-epochs 8] [--master local[2]] [--skip-throughput]
+        [--changed-keys] [--window] [--save-profile]
 
 The job is `examples/streaming_counts.py`'s shape: a generator -> a user's keyed running count
 (`KeyedCount`, an `AbstractProcessor`, key = item % keys) -> `transactional_files`. Two parts,
