@@ -233,6 +233,7 @@ def fixed_cost(
                 _check(job)
                 time.sleep(0.01)
             per_epoch = (time.perf_counter() - t0) / (job.epochs_committed - first)
+            chained = _chained_files(f"{work}/ck", "epoch-state-bench")
             figures: dict[str, int] = {}
             for values in job.metrics().values():
                 for name in ("state_cache_hits", "state_cache_misses"):
@@ -245,6 +246,7 @@ def fixed_cost(
             "fixed_cost": per_epoch - epoch_millis / 1000,
             "cache_hits": figures.get("state_cache_hits"),
             "cache_misses": figures.get("state_cache_misses"),
+            "chained": chained,
         }
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -314,6 +316,15 @@ def save_profile(keys: int) -> None:
         )
 
 
+def _chained_files(root: str, name: str) -> str:
+    """'k/n': of the middle vertex's n files in the last committed snapshot, k are incremental."""
+    from jetspark.checkpoint import CheckpointStore
+
+    manifest = CheckpointStore(root, name, tidy=False).latest()
+    files = [] if manifest is None else [f for f in manifest.files if f.vertex == "counts"]
+    return f"{sum(1 for f in files if f.chain)}/{len(files)}"
+
+
 def _check(job: Any) -> None:
     if job.status.value in ("FAILED", "COMPLETED", "CANCELLED"):
         raise SystemExit(f"the job ended early: {job.status.value}: {job.error}")
@@ -371,7 +382,7 @@ def main() -> None:
                     f"keys {keys:>9,}  window, {'incremental' if incremental else 'full':>11} snapshots: "
                     f"quiet epochs {fixed['seconds_per_epoch']:6.3f} s/epoch, fixed cost "
                     f"{fixed['fixed_cost'] * 1000:7.0f} ms  state cache hits {fixed['cache_hits']} "
-                    f"misses {fixed['cache_misses']}",
+                    f"misses {fixed['cache_misses']}  incremental files (last snapshot) {fixed['chained']}",
                     flush=True,
                 )
         elif not args.skip_fixed:
