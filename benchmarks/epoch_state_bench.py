@@ -2,6 +2,7 @@
 
     python benchmarks/epoch_state_bench.py [--keys 1000 1000000] [--items 2e6] [--rate 1e5]
         [--epoch-millis 1000] [--quiet-epochs 8] [--master local[2]] [--skip-throughput]
+        [--changed-keys] [--window] [--save-profile]
 
 The job is `examples/streaming_counts.py`'s shape: a generator -> a user's keyed running count
 (`KeyedCount`, an `AbstractProcessor`, key = item % keys) -> `transactional_files`. Two parts,
@@ -18,6 +19,17 @@ each for every `--keys`, in one Spark session:
 
 With `--changed-keys` the count processor names the keys it changed since its last save
 (`changed_snapshot_keys`), so its snapshots are incremental.
+
+With `--window` the fixed-cost part runs a windowed job instead: the built-in
+`aggregate_to_sliding_window` (a count per key in a tumbling window that does not close during
+the run, so the state holds every key), twice in the same session: as built (it names its
+changed keys: incremental snapshots) and with `changed_snapshot_keys` switched off (full ones).
+
+With `--save-profile` (no Spark) one window processor holding `--keys` keys is saved in this
+process through the engine's outbox (the test kit's harness), after 20 keys changed: a full
+save, an incremental save that still visits every entry (the engine drops the unchanged offers:
+what a processor ignoring `Outbox.keys_to_save()` costs), and an incremental save that visits
+only the changed keys (the built-in as it is).
 """
 
 from __future__ import annotations
@@ -38,9 +50,11 @@ import examples.streaming_counts as streaming_counts
 from examples.streaming_counts import RunningCount, format_row
 from jetspark import DAG, Edge, JobConfig
 from jetspark.core import AbstractProcessor, ProcessingGuarantee
+from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.core.watermark import BroadcastKey
-from jetspark.processors import generator_stream, transactional_files
+from jetspark.processors import WindowPolicy, counting, generator_stream, transactional_files
 from jetspark.processors.transactional import read_lines
+from jetspark.processors.windows import _SlidingWindowP
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 cloudpickle.register_pickle_by_value(streaming_counts)
@@ -131,14 +145,36 @@ class ChangedKeyedCount(KeyedCount):
 
 #: The counting processor: the user's plain one, or (`--changed-keys`) one naming what changed.
 COUNTER: list[type[KeyedCount]] = [KeyedCount]
+#: The window of `--window`: longer than any run, so no window closes and every key stays.
+WINDOW = WindowPolicy.tumbling(10**15)
 
 
-def counts_dag(out: str, keys: int, count: int | None, rate: float | None, source: Any = None) -> DAG:
+def at_zero(item: int) -> int:
+    """Every item's event time: one frame holds them all."""
+    return 0
+
+
+class FullSnapshotWindowP(_SlidingWindowP):
+    """The built-in window processor with `changed_snapshot_keys` switched off: full snapshots."""
+
+    changed_snapshot_keys = None
+
+
+def window_supplier(keys: int, incremental: bool) -> ProcessorSupplier:
+    """`aggregate_to_sliding_window` counting per key; without `incremental`, the same processor
+    saving fully."""
+    cls = _SlidingWindowP if incremental else FullSnapshotWindowP
+    return ProcessorSupplier.of(lambda: cls(WINDOW, counting(), 0, KeyOf(keys), at_zero))
+
+
+def counts_dag(
+    out: str, keys: int, count: int | None, rate: float | None, source: Any = None, middle: Any = None
+) -> DAG:
     dag = DAG()
     supplier = generator_stream(count=count, items_per_second=rate) if source is None else source
     source_vertex = dag.new_vertex("source", supplier)
     counter = COUNTER[0]
-    counts = dag.new_vertex("counts", lambda: counter(keys))
+    counts = dag.new_vertex("counts", middle or (lambda: counter(keys)))
     dag.edge(Edge.between(source_vertex, counts).partitioned(KeyOf(keys)).distributed())
     files = dag.new_vertex("files", transactional_files(out, format_row))
     dag.edge(Edge.between(counts, files).distributed())
@@ -174,14 +210,18 @@ def throughput(
         shutil.rmtree(work, ignore_errors=True)
 
 
-def fixed_cost(spark: Any, keys: int, epoch_millis: int, quiet_epochs: int) -> dict[str, Any]:
-    """Seconds per epoch once the state holds `keys` keys and the input is ~20 items/s."""
+def fixed_cost(
+    spark: Any, keys: int, epoch_millis: int, quiet_epochs: int, middle: Any = None
+) -> dict[str, Any]:
+    """Seconds per epoch once the state holds `keys` keys and the input is ~20 items/s; the
+    middle vertex counts per key (`middle`: another supplier, e.g. a window's)."""
     from jetspark.runners.spark import SparkRunner
 
     work = tempfile.mkdtemp(prefix="jetspark-epoch-state-")
     try:
+        source = ProcessorSupplier.of(lambda: BurstThenTrickle(keys, 0.1))
         job: Any = SparkRunner(spark).submit(
-            counts_dag(f"{work}/out", keys, None, None, source=lambda: BurstThenTrickle(keys, 0.1)),
+            counts_dag(f"{work}/out", keys, None, None, source=source, middle=middle),
             _config(ProcessingGuarantee.EXACTLY_ONCE, epoch_millis, work),
         )
         try:
@@ -193,6 +233,7 @@ def fixed_cost(spark: Any, keys: int, epoch_millis: int, quiet_epochs: int) -> d
                 _check(job)
                 time.sleep(0.01)
             per_epoch = (time.perf_counter() - t0) / (job.epochs_committed - first)
+            chained = _chained_files(f"{work}/ck", "epoch-state-bench")
             figures: dict[str, int] = {}
             for values in job.metrics().values():
                 for name in ("state_cache_hits", "state_cache_misses"):
@@ -205,9 +246,83 @@ def fixed_cost(spark: Any, keys: int, epoch_millis: int, quiet_epochs: int) -> d
             "fixed_cost": per_epoch - epoch_millis / 1000,
             "cache_hits": figures.get("state_cache_hits"),
             "cache_misses": figures.get("state_cache_misses"),
+            "chained": chained,
         }
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+class WalkingWindowP(_SlidingWindowP):
+    """The built-in window, but its save offers every entry even in an incremental snapshot."""
+
+    def _snapshot_entries(self) -> list[tuple[Any, Any]]:
+        outbox = self.outbox
+        keys_to_save = outbox.keys_to_save
+        outbox.keys_to_save = lambda: None  # type: ignore[method-assign]
+        try:
+            return super()._snapshot_entries()
+        finally:
+            outbox.keys_to_save = keys_to_save  # type: ignore[method-assign]
+
+
+def _time_saves(processor: Any) -> list[float]:
+    """Adds the seconds of each `save_to_snapshot` call (with the outbox's pickling, not the
+    kit's merge of the deltas) to the returned list's one number."""
+    spent = [0.0]
+    save = processor.save_to_snapshot
+
+    def timed_save() -> bool:
+        started = time.perf_counter()
+        try:
+            return bool(save())
+        finally:
+            spent[0] += time.perf_counter() - started
+
+    processor.save_to_snapshot = timed_save
+    return spent
+
+
+def save_profile(keys: int) -> None:
+    """Seconds of one save of a window processor holding `keys` keys, 20 of them changed."""
+    from jetspark.testing._verify import driven_harness
+
+    for name, cls in (
+        ("incremental, visiting only changed keys", _SlidingWindowP),
+        ("incremental, visiting every entry", WalkingWindowP),
+    ):
+        supplier = ProcessorSupplier.of(lambda cls=cls: cls(WINDOW, counting(), 0, KeyOf(keys), at_zero))
+        harness = driven_harness(
+            supplier,
+            inbox_size=4096,
+            outbox_capacity=1024,
+            incremental=True,
+            cooperative_limit=1e9,
+            timeout_seconds=None,
+        )
+        for start in range(0, keys, 100_000):
+            harness.feed(0, list(range(start, min(keys, start + 100_000))))
+        spent = _time_saves(harness.instances[0].processor)
+        harness.snapshot(restore=False)  # the first: full
+        full, spent[0] = spent[0], 0.0
+        harness.feed(0, list(range(20)))
+        harness.snapshot(restore=False)
+        incremental = spent[0]
+        written = harness.deltas[-1]
+        assert written is not None and len(written) == 20, "an incremental save of the 20 keys"
+        harness.close(None)
+        print(
+            f"keys {keys:>9,}  one window processor: full save {full:6.2f} s, {name}: {incremental * 1000:8.1f} ms",
+            flush=True,
+        )
+
+
+def _chained_files(root: str, name: str) -> str:
+    """'k/n': of the middle vertex's n files in the last committed snapshot, k are incremental."""
+    from jetspark.checkpoint import CheckpointStore
+
+    manifest = CheckpointStore(root, name, tidy=False).latest()
+    files = [] if manifest is None else [f for f in manifest.files if f.vertex == "counts"]
+    return f"{sum(1 for f in files if f.chain)}/{len(files)}"
 
 
 def _check(job: Any) -> None:
@@ -230,9 +345,19 @@ def main() -> None:
     parser.add_argument(
         "--changed-keys", action="store_true", help="the count names its changed keys (incremental snapshots)"
     )
+    parser.add_argument("--save-profile", action="store_true", help="one window processor's saves, no Spark")
+    parser.add_argument(
+        "--window",
+        action="store_true",
+        help="fixed cost of a windowed job, with and without changed_snapshot_keys, in one session",
+    )
     args = parser.parse_args()
     if args.changed_keys:
         COUNTER[0] = ChangedKeyedCount
+    if args.save_profile:
+        for keys in args.keys:
+            save_profile(keys)
+        return
     from jetspark.runners.spark.session import get_session
 
     spark = get_session(args.master)
@@ -249,7 +374,18 @@ def main() -> None:
                 f"  throughput EO/NONE {none / eo:5.2f}  epochs {epochs}  s/epoch {eo / max(epochs, 1):5.2f}",
                 flush=True,
             )
-        if not args.skip_fixed:
+        if args.window:
+            for incremental in (True, False):
+                middle = window_supplier(keys, incremental)
+                fixed = fixed_cost(spark, keys, args.epoch_millis, args.quiet_epochs, middle)
+                print(
+                    f"keys {keys:>9,}  window, {'incremental' if incremental else 'full':>11} snapshots: "
+                    f"quiet epochs {fixed['seconds_per_epoch']:6.3f} s/epoch, fixed cost "
+                    f"{fixed['fixed_cost'] * 1000:7.0f} ms  state cache hits {fixed['cache_hits']} "
+                    f"misses {fixed['cache_misses']}  incremental files (last snapshot) {fixed['chained']}",
+                    flush=True,
+                )
+        elif not args.skip_fixed:
             fixed = fixed_cost(spark, keys, args.epoch_millis, args.quiet_epochs)
             print(
                 f"keys {keys:>9,}  quiet epochs: {fixed['seconds_per_epoch']:6.3f} s/epoch, "

@@ -3,7 +3,8 @@ applies them.
 
 A full file holds every entry a member's processors of one vertex saved. An incremental file
 holds only the entries of the keys that changed since the snapshot it follows (a processor names
-them with `changed_snapshot_keys`), and a deletion (empty value bytes) for each key removed. Its
+them with `changed_snapshot_keys`), a deletion (empty value bytes) for each key removed, and all
+the broadcast entries (not per key: they replace the chain's). Its
 manifest entry lists its *chain*: the files it applies on, oldest first, starting with a full one
 (`SnapshotFile.chain`). A restore reads the chain's files and the incremental one and keeps, per
 key, the last entry (`merge`); deletions remove the key. Retention keeps every snapshot a
@@ -16,6 +17,7 @@ of its full file, so that a restore never reads much more than the state.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
@@ -26,6 +28,8 @@ if TYPE_CHECKING:
 
 #: Value bytes of a deletion (a pickle is never empty; `engine.snapshot.DELETED`).
 DELETED = b""
+#: The partition of `BroadcastKey` entries (`engine.snapshot.BROADCAST_PARTITION`).
+BROADCAST_PARTITION = -1
 #: A full file at least every this many snapshots of a (vertex, member).
 FULL_EVERY = 10
 #: A full file when the chain's incremental files together exceed this share of its full file.
@@ -34,15 +38,24 @@ MAX_DELTA_RATIO = 0.5
 
 def merge(layers: Iterable[Iterable[Entry]]) -> Iterator[Entry]:
     """The entries of `layers` (oldest first) with, per key, only the newest; deletions drop it.
-    A key keeps the position of its first appearance, so segment order holds within a layer."""
+    A key keeps the position of its first appearance, so segment order holds within a layer.
+
+    Broadcast entries (partition -1) are not per key: several processors of a member may save
+    the same broadcast key (each its own watermark, say), and every save writes all of its
+    broadcast entries. So they come from the newest layer alone, all of them, first (as the
+    broadcast segment is first in a file)."""
     merged: dict[bytes, Entry] = {}
+    broadcast: list[Entry] = []
     for layer in layers:
+        broadcast = []
         for entry in layer:
-            if entry[2] == DELETED:
+            if entry[0] == BROADCAST_PARTITION:
+                broadcast.append(entry)
+            elif entry[2] == DELETED:
                 merged.pop(entry[1], None)
             else:
                 merged[entry[1]] = entry
-    return iter(merged.values())
+    return itertools.chain(broadcast, merged.values())
 
 
 def plan_chain(snapshot_id: int, base: SnapshotFile | None) -> tuple[tuple[int, SnapshotFile], ...] | None:

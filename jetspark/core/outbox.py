@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import abc
 import functools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any
 
 
@@ -42,6 +42,18 @@ class Outbox(abc.ABC):
         restores, so it must be hashable like a dict key: an unhashable key (a list, a set) raises
         `ProcessorContractError` here.
         """
+
+    def keys_to_save(self) -> Collection[Any] | None:
+        """During `save_to_snapshot`: None for a full snapshot (offer every entry); for an
+        incremental one, the keys whose entries it writes (what `changed_snapshot_keys()` just
+        returned; do not change the collection).
+
+        A jetspark extension that makes an incremental save cost in proportion to what changed: a
+        processor may offer only the entries of these keys that it still holds (the others would
+        be dropped anyway; one it no longer holds becomes a deletion), plus its `BroadcastKey`
+        entries, which every save writes whole. Outside a save, and by default, None.
+        """
+        return None
 
     @abc.abstractmethod
     def room(self, ordinal: int = -1) -> int:

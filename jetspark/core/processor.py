@@ -148,6 +148,16 @@ class Processor(abc.ABC):
 
         Called only with an empty inbox, and between `complete()` calls; never after `complete()`
         returned True. Default: saves nothing.
+
+        Incremental snapshots (optional): a processor may define `changed_snapshot_keys()`,
+        returning the snapshot keys whose entries it changed or removed since its last
+        `save_to_snapshot` (or its restore); a superset is fine. Where a snapshot may be
+        incremental the engine calls it right before this method, writes only the entries of
+        those keys, and a deletion for each of them not offered. `Outbox.keys_to_save()` then
+        returns those keys, so the save may visit only them. `BroadcastKey` entries are not
+        per key: every save, incremental too, must offer all of them (the engine keeps them all).
+        Only for state keyed by the key the input is partitioned by: a delta keeps one entry per
+        key, so each key must be saved by one processor, the owner of its partition.
         """
         return True
 

@@ -35,7 +35,7 @@ from typing import Any
 from jetspark.core.errors import ProcessorContractError
 from jetspark.core.outbox import Outbox
 from jetspark.core.partitioner import DEFAULT_PARTITION_COUNT
-from jetspark.core.watermark import IDLE_TIMESTAMP, Watermark
+from jetspark.core.watermark import IDLE_TIMESTAMP, BroadcastKey, Watermark
 from jetspark.engine.routing import OutboundCollector
 from jetspark.engine.snapshot import SnapshotEntry, entry_partition
 
@@ -220,7 +220,7 @@ class OutboxImpl(Outbox):
             )
         self._check_reoffer(-2, (key, value))
         changed = self._snapshot_changed
-        if changed is not None:
+        if changed is not None and not isinstance(key, BroadcastKey):  # broadcast: always written
             try:
                 wanted = key in changed
             except TypeError:  # an unhashable key cannot be named as changed: it is kept
@@ -304,13 +304,19 @@ class OutboxImpl(Outbox):
         self._snapshot_changed = changed
         self._snapshot_offered = set()
 
+    def keys_to_save(self) -> set[Any] | None:
+        return self._snapshot_changed if self._snapshot_allowed_in == "save_to_snapshot" else None
+
     def end_incremental(self) -> None:
         """A deletion entry (empty value bytes: no pickle is empty) for every changed key the
-        processor did not offer: it removed that key since the last snapshot."""
+        processor did not offer: it removed that key since the last snapshot. None for a
+        `BroadcastKey`: an incremental file holds all of them (`checkpoint.deltas.merge`)."""
         changed = self._snapshot_changed
         if changed is None:
             return
         for key in changed - self._snapshot_offered:
+            if isinstance(key, BroadcastKey):
+                continue
             partition = entry_partition(key, self._partition_count)
             self.snapshot_partitions.add(partition)
             self.snapshot_buffer.append(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Hashable, Mapping
 from typing import Any
 
 from jetspark.core.outbox import Outbox
@@ -38,3 +38,23 @@ def lowest(current: int | None, restored: int) -> int:
     """The lower of a value restored so far (None: none yet) and another one restored: a
     processor restored from several takes the lowest, so that it runs ahead of none of them."""
     return restored if current is None or restored < current else current
+
+
+def by_key(
+    nested: Mapping[int, Mapping[Hashable, Any]], only: Collection[Hashable] | None
+) -> dict[Hashable, dict[int, Any]]:
+    """Per key, its value in each inner map, by the outer key (a window's frames by their end,
+    say): one snapshot entry per key. With `only` (an incremental snapshot: `Outbox.keys_to_save`)
+    just those keys, each looked up in every inner map, so the cost follows what changed; a key
+    in no inner map is left out (the engine writes its deletion)."""
+    grouped: dict[Hashable, dict[int, Any]] = {}
+    if only is None:
+        for outer, inner in nested.items():
+            for key, value in inner.items():
+                grouped.setdefault(key, {})[outer] = value
+        return grouped
+    for key in only:
+        found = {outer: inner[key] for outer, inner in nested.items() if key in inner}
+        if found:
+            grouped[key] = found
+    return grouped

@@ -286,10 +286,12 @@ class _KeyedStateP(AbstractProcessor):
         return True
 
     def save_to_snapshot(self) -> bool:
-        """One entry per key not yet emitted (including a rejected, pending one)."""
+        """One entry per key not yet emitted (including a rejected, pending one); in an
+        incremental snapshot, only those of the changed keys (`Outbox.keys_to_save`)."""
         accs = self._accs
         if self._snapshot_keys is None:
-            self._snapshot_keys = iter(list(accs))
+            only = self.outbox.keys_to_save()
+            self._snapshot_keys = iter(list(accs) if only is None else [k for k in only if k in accs])
         offer = self.outbox.offer_to_snapshot
         if self._snapshot_pending is not _NO_ENTRY:
             if not offer(self._snapshot_pending, accs[self._snapshot_pending]):
@@ -571,6 +573,7 @@ def _emit_global(processor: _KeyedStateP) -> bool:
     if result is not None and not processor.outbox.offer(result):
         return False
     del accs[GLOBAL_KEY]
+    processor._removed.add(GLOBAL_KEY)
     return True
 
 
@@ -602,6 +605,8 @@ class _GlobalCombineP(_CombineByKeyP):
         for other in inbox:
             acc = combine(acc, other)
         self._accs[GLOBAL_KEY] = acc
+        if self._changed is not None:  # (the one key changed: the incremental snapshot saves it)
+            self._changed.add(GLOBAL_KEY)
         inbox.drain_to(self._scratch)
         self._scratch.clear()
 

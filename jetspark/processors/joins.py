@@ -27,7 +27,7 @@ from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.errors import ProcessorContractError
 from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.core.watermark import BroadcastKey, Watermark
-from jetspark.processors._snapshots import EntryWriter, lowest
+from jetspark.processors._snapshots import EntryWriter, by_key, lowest
 from jetspark.processors._timestamps import bad_timestamp
 from jetspark.processors.windows import LATE_ITEMS_METRIC, WindowPolicy
 
@@ -70,9 +70,15 @@ class _HashJoinP(AbstractProcessor):
         self._matches: list[Any] | None = None
         self._match_index = 0
         self._writer = EntryWriter()
+        #: Build keys added to since the last save or restore (`changed_snapshot_keys`); None
+        #: until the first of them.
+        self._changed: set[Hashable] | None = None
 
     def try_process1(self, item: Any) -> bool:
-        self._table.setdefault(self._build_key_fn(item), []).append(item)
+        key = self._build_key_fn(item)
+        self._table.setdefault(key, []).append(item)
+        if self._changed is not None:
+            self._changed.add(key)
         return True
 
     def complete_edge(self, ordinal: int) -> bool:
@@ -109,12 +115,26 @@ class _HashJoinP(AbstractProcessor):
         return True
 
     def save_to_snapshot(self) -> bool:
-        return self._writer.save(self.outbox, self._snapshot_entries)
+        if not self._writer.save(self.outbox, self._snapshot_entries):
+            return False
+        self._changed = set()
+        return True
+
+    def changed_snapshot_keys(self) -> set[Hashable]:
+        """Build keys added to since the last save or restore (incremental snapshots); the
+        first time, every key. A broadcast build side is saved as `BroadcastKey` entries, which
+        every save writes whole: only a partitioned one gains."""
+        if self._broadcast:
+            return set()
+        return set(self._table) if self._changed is None else self._changed
 
     def _snapshot_entries(self) -> list[tuple[Any, Any]]:
         entries: list[tuple[Any, Any]] = []
+        only = self.outbox.keys_to_save()
+        table = self._table
         if not self._broadcast:
-            entries = list(self._table.items())
+            keys = table if only is None else [key for key in only if key in table]
+            entries = [(key, table[key]) for key in keys]
         elif self.context.global_processor_index == 0:
             entries = [(BroadcastKey(("build", key)), items) for key, items in self._table.items()]
         if self._build_done:
@@ -128,6 +148,10 @@ class _HashJoinP(AbstractProcessor):
         if isinstance(key, BroadcastKey):
             key = key.key[1]
         self._table.setdefault(key, []).extend(value)
+
+    def finish_snapshot_restore(self) -> bool:
+        self._changed = set()
+        return True
 
 
 def hash_join(
@@ -190,6 +214,9 @@ class _WindowJoinP(AbstractProcessor):
         self._late = 0
         self._restored_next: int | None = None
         self._writer = EntryWriter()
+        #: Keys whose windows changed since the last save or restore (`changed_snapshot_keys`);
+        #: None until the first of them.
+        self._changed: set[Hashable] | None = None
 
     def custom_metrics(self) -> dict[str, int]:
         return {LATE_ITEMS_METRIC: self._late}
@@ -207,6 +234,8 @@ class _WindowJoinP(AbstractProcessor):
             self._late += 1
             return True
         key = self._key_fns[ordinal](item)
+        if self._changed is not None:
+            self._changed.add(key)
         for end in range(first, first + policy.window_size, policy.frame_size):
             sides = self._windows.setdefault(end, {}).get(key)
             if sides is None:
@@ -234,6 +263,7 @@ class _WindowJoinP(AbstractProcessor):
         offer = self.outbox.offer
         room = self.outbox.room
         mapper = self._mapper
+        changed = self._changed
         for end in sorted(windows):
             if limit is not None and end > limit:
                 break
@@ -242,6 +272,8 @@ class _WindowJoinP(AbstractProcessor):
                 lefts, rights, done = keys[key]
                 width = len(rights)
                 total = len(lefts) * width
+                if changed is not None:
+                    changed.add(key)
                 while done < total:
                     # no refused offer: it would hold up a snapshot between complete() calls
                     if room() <= 0 or not offer(mapper(lefts[done // width], rights[done % width])):
@@ -253,14 +285,22 @@ class _WindowJoinP(AbstractProcessor):
         return True
 
     def save_to_snapshot(self) -> bool:
-        return self._writer.save(self.outbox, self._snapshot_entries)
+        if not self._writer.save(self.outbox, self._snapshot_entries):
+            return False
+        self._changed = set()
+        return True
+
+    def changed_snapshot_keys(self) -> set[Hashable]:
+        """Keys whose windows got items or emitted pairs since the last save or restore
+        (incremental snapshots); the first time, every key held. The next-window entry is a
+        `BroadcastKey`, written in every save."""
+        if self._changed is None:
+            return {key for keys in self._windows.values() for key in keys}
+        return self._changed
 
     def _snapshot_entries(self) -> list[tuple[Any, Any]]:
-        by_key: dict[Hashable, dict[int, list[Any]]] = {}
-        for end, keys in self._windows.items():
-            for key, sides in keys.items():
-                by_key.setdefault(key, {})[end] = sides
-        entries: list[tuple[Any, Any]] = list(by_key.items())
+        grouped = by_key(self._windows, self.outbox.keys_to_save())
+        entries: list[tuple[Any, Any]] = list(grouped.items())
         if self._next_win is not None:
             entries.append((_NEXT_WINDOW, self._next_win))
         return entries
@@ -273,6 +313,7 @@ class _WindowJoinP(AbstractProcessor):
             self._windows.setdefault(end, {})[key] = [list(lefts), list(rights), done]
 
     def finish_snapshot_restore(self) -> bool:
+        self._changed = set()
         if self._restored_next is not None:
             self._next_win = self._restored_next
         return True

@@ -96,6 +96,9 @@ class _DistinctP(AbstractProcessor):
         self._key_fn = key_fn
         self._seen: set[Hashable] = set()
         self._writer = EntryWriter()
+        #: Keys seen since the last save or restore (`changed_snapshot_keys`); None until the
+        #: first of them.
+        self._changed: set[Hashable] | None = None
 
     def try_process_item(self, ordinal: int, item: Any) -> bool:
         key = self._key_fn(item)
@@ -104,13 +107,32 @@ class _DistinctP(AbstractProcessor):
         if not self.outbox.offer(item):
             return False
         self._seen.add(key)
+        if self._changed is not None:
+            self._changed.add(key)
         return True
 
     def save_to_snapshot(self) -> bool:
-        return self._writer.save(self.outbox, lambda: [(key, True) for key in self._seen])
+        if not self._writer.save(self.outbox, self._snapshot_entries):
+            return False
+        self._changed = set()
+        return True
+
+    def changed_snapshot_keys(self) -> set[Hashable]:
+        """Keys first seen since the last save or restore (incremental snapshots; keys are never
+        forgotten, so there are no deletions); the first time, every key seen."""
+        return set(self._seen) if self._changed is None else self._changed
+
+    def _snapshot_entries(self) -> list[tuple[Any, Any]]:
+        only = self.outbox.keys_to_save()
+        seen = self._seen
+        return [(key, True) for key in (seen if only is None else [k for k in only if k in seen])]
 
     def restore_from_snapshot_entry(self, key: Any, value: Any) -> None:
         self._seen.add(key)
+
+    def finish_snapshot_restore(self) -> bool:
+        self._changed = set()
+        return True
 
 
 def distinct(key_fn: Callable[[Any], Hashable] = whole_item) -> ProcessorSupplier:

@@ -59,6 +59,9 @@ class _SessionWindowP(AbstractProcessor):
         self._writer = EntryWriter()
         self._restored_wm: int | None = None
         self._wm_watch = WatermarkWatch()
+        #: Keys whose sessions changed since the last save or restore (`changed_snapshot_keys`);
+        #: None until the first of them: a job that never snapshots tracks nothing.
+        self._changed: set[Hashable] | None = None
 
     def custom_metrics(self) -> dict[str, int]:
         return {LATE_ITEMS_METRIC: self._late}
@@ -86,6 +89,8 @@ class _SessionWindowP(AbstractProcessor):
 
     def _add(self, key: Hashable, start: int, end: int, acc: Any) -> None:
         """Merge the session `[start, end)` into the key's sessions."""
+        if self._changed is not None:
+            self._changed.add(key)
         sessions = self._sessions.get(key)
         if sessions is None:
             self._sessions[key] = [[start, end, acc]]
@@ -145,6 +150,8 @@ class _SessionWindowP(AbstractProcessor):
             sessions.remove(session)
             if not sessions:
                 del self._sessions[key]
+            if self._changed is not None:
+                self._changed.add(key)
         self._closing = None
         return True
 
@@ -168,12 +175,22 @@ class _SessionWindowP(AbstractProcessor):
         return closing
 
     def save_to_snapshot(self) -> bool:
-        return self._writer.save(self.outbox, self._snapshot_entries)
+        if not self._writer.save(self.outbox, self._snapshot_entries):
+            return False
+        self._changed = set()
+        return True
+
+    def changed_snapshot_keys(self) -> set[Hashable]:
+        """Keys whose sessions changed (or closed) since the last save or restore (incremental
+        snapshots); the first time, every key held. The watermark entry is a `BroadcastKey`,
+        written in every save."""
+        return set(self._sessions) if self._changed is None else self._changed
 
     def _snapshot_entries(self) -> list[tuple[Any, Any]]:
-        entries: list[tuple[Any, Any]] = [
-            (key, [tuple(s) for s in sessions]) for key, sessions in self._sessions.items()
-        ]
+        only = self.outbox.keys_to_save()
+        held = self._sessions
+        keys = held if only is None else [key for key in only if key in held]
+        entries: list[tuple[Any, Any]] = [(key, [tuple(s) for s in held[key]]) for key in keys]
         if self._wm is not None:
             entries.append((_LAST_WATERMARK, self._wm))
         return entries
@@ -190,6 +207,7 @@ class _SessionWindowP(AbstractProcessor):
             self._add(key, start, end, acc)
 
     def finish_snapshot_restore(self) -> bool:
+        self._changed = set()
         if self._restored_wm is not None:
             self._wm = self._restored_wm
         return True

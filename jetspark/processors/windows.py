@@ -24,7 +24,9 @@ key by key; a key whose result for the current window went out is marked (its *f
 snapshot taken between `complete()` calls never makes a restored processor repeat it. Each key's
 frames and floor are one snapshot entry keyed by the grouping key (restored to the key's owner
 under any parallelism); the next window to emit is a `BroadcastKey` entry, the minimum of which
-every restored processor takes.
+every restored processor takes. `changed_snapshot_keys` names the keys whose frames or floor
+changed since the last save, so an incremental snapshot writes only those (and deletions); not in
+stage 1, whose keys are not partitioned.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from jetspark.core.edge import Edge
 from jetspark.core.inbox import Inbox
 from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.core.watermark import BroadcastKey, Watermark
-from jetspark.processors._snapshots import EntryWriter, lowest
+from jetspark.processors._snapshots import EntryWriter, by_key, lowest
 from jetspark.processors._timestamps import WatermarkWatch, bad_timestamp
 from jetspark.processors.aggregate import AggregateOperation, _count_one, _zero
 
@@ -196,6 +198,9 @@ class _WindowP(AbstractProcessor):
         self._early: list[Any] | None = None
         self._early_index = 0
         self._wm_watch = WatermarkWatch()
+        #: Keys whose snapshot entry changed since the last save or restore (`changed_snapshot_keys`);
+        #: None until the first of them: a job that never snapshots tracks nothing.
+        self._changed: set[Hashable] | None = None
 
     # ---- input -----------------------------------------------------------------------------
 
@@ -227,11 +232,20 @@ class _WindowP(AbstractProcessor):
     def _advance(self, next_win: int) -> None:
         """Windows ending below `next_win` are out: drop frames no later window holds, and floors."""
         self._next_win = next_win
-        oldest_needed = next_win - self._policy.window_size  # frames ending at or before it go
-        for frame_end in [f for f in self._frames if f <= oldest_needed]:
-            del self._frames[frame_end]
+        self._drop_frames(next_win - self._policy.window_size)
         if self._floors:
-            self._floors = {k: f for k, f in self._floors.items() if f > next_win}
+            floors = self._floors
+            if self._changed is not None:
+                self._changed.update(k for k, f in floors.items() if f <= next_win)
+            self._floors = {k: f for k, f in floors.items() if f > next_win}
+
+    def _drop_frames(self, oldest_needed: int) -> None:
+        """Frames ending at or before `oldest_needed` go: no window still to come holds them."""
+        changed = self._changed
+        for frame_end in [f for f in self._frames if f <= oldest_needed]:
+            if changed is not None:
+                changed.update(self._frames[frame_end])
+            del self._frames[frame_end]
 
     def _next_window(self, limit: int | None) -> int | None:
         """The end of the earliest window with data, not yet out, ending at or before `limit`."""
@@ -322,6 +336,8 @@ class _WindowP(AbstractProcessor):
                 del self._frames[end][key]
             else:
                 floors[key] = end + self._policy.frame_size
+            if self._changed is not None:
+                self._changed.add(key)
         self._window = {}
         return True
 
@@ -371,20 +387,33 @@ class _WindowP(AbstractProcessor):
     # ---- snapshots -------------------------------------------------------------------------
 
     def save_to_snapshot(self) -> bool:
-        return self._writer.save(self.outbox, self._snapshot_entries)
+        if not self._writer.save(self.outbox, self._snapshot_entries):
+            return False
+        self._changed = set()
+        return True
+
+    def changed_snapshot_keys(self) -> set[Hashable]:
+        """Keys whose frames or floor changed since the last save or restore (incremental
+        snapshots); the first time, every key held. The next-window entry is a `BroadcastKey`,
+        written in every save.
+
+        A key saved with the next window as its floor (none of its own) is not named when the
+        next window moves on: its entry keeps the lower floor. That floor only matters for a
+        window the key has frames in, and such a window going out names the key (it gets a
+        floor of its own, or loses its frame)."""
+        if self._changed is None:
+            return {key for frame in self._frames.values() for key in frame} | set(self._floors)
+        return self._changed
 
     def _snapshot_entries(self) -> list[tuple[Any, Any]]:
-        by_key: dict[Hashable, dict[int, Any]] = {}
-        for frame_end, frame in self._frames.items():
-            for key, acc in frame.items():
-                by_key.setdefault(key, {})[frame_end] = acc
+        grouped = by_key(self._frames, self.outbox.keys_to_save())
         # A key's floor: windows ending below it are out for the key. Tumbling windows need none
         # (a frame leaves with its window), and must not have one: stage 1's keys are not
         # partitioned, so another processor's frames of the key may still be due below it.
         floors = self._floors
         next_win = None if self._policy.is_tumbling else self._next_win
         entries: list[tuple[Any, Any]] = [
-            (key, (floors.get(key, next_win), accs)) for key, accs in by_key.items()
+            (key, (floors.get(key, next_win), accs)) for key, accs in grouped.items()
         ]
         if self._next_win is not None:
             entries.append((_NEXT_WINDOW, self._next_win))
@@ -412,13 +441,12 @@ class _WindowP(AbstractProcessor):
             self._floors[key] = max(floor, self._floors.get(key, floor))
 
     def finish_snapshot_restore(self) -> bool:
+        self._changed = set()
         if self._restored_next is not None:
             next_win = self._policy.align_frame_end(self._restored_next)
             self._next_win = next_win
             # A smaller window than the one saved: frames no window still to come holds.
-            oldest_needed = next_win - self._policy.window_size
-            for frame_end in [f for f in self._frames if f <= oldest_needed]:
-                del self._frames[frame_end]
+            self._drop_frames(next_win - self._policy.window_size)
         return True
 
 
@@ -450,6 +478,7 @@ class _SlidingWindowP(_WindowP):
         combine = self._op.combine
         size = self._policy.frame_size
         offset = self._policy.frame_offset
+        changed = self._changed
         for given_end, key, acc in inbox:
             below = given_end - 1
             frame_end = below - (below - offset) % size + size
@@ -460,6 +489,8 @@ class _SlidingWindowP(_WindowP):
                 frame = frames[frame_end] = {}
             current = frame.get(key, _MISSING)
             frame[key] = acc if current is _MISSING else combine(current, acc)
+            if changed is not None:
+                changed.add(key)
         _discard_all(inbox)
 
     def _accumulate_items(self, inbox: Inbox) -> None:
@@ -476,6 +507,7 @@ class _SlidingWindowP(_WindowP):
         counting = op.create is _zero and op.accumulate is _count_one
         create = op.create
         accumulate = op.accumulate
+        changed = self._changed
         late = 0
         frame_end: Any = None
         frame: dict[Hashable, Any] = {}
@@ -499,6 +531,8 @@ class _SlidingWindowP(_WindowP):
                 else:
                     acc = frame.get(key, _MISSING)
                     frame[key] = accumulate(create() if acc is _MISSING else acc, item)
+                if changed is not None:
+                    changed.add(key)
         except TypeError as error:  # a datetime timestamp, say: say so, naming the vertex
             clear = bad_timestamp(self.context.vertex_name, timestamp_fn, item)
             if clear is None:
@@ -509,7 +543,13 @@ class _SlidingWindowP(_WindowP):
 
 
 class _FrameAccumulatorP(_SlidingWindowP):
-    """Stage 1: items -> per-frame accumulators, emitted as `FrameEntry` when the frame closes."""
+    """Stage 1: items -> per-frame accumulators, emitted as `FrameEntry` when the frame closes.
+
+    No incremental snapshots: its items are not partitioned by key, so several processors of a
+    member may save the same key (restored, their frames are combined), while a delta keeps
+    one entry per key."""
+
+    changed_snapshot_keys = None  # type: ignore[assignment]
 
     def _result(self, end: int, key: Hashable, acc: Any) -> Any:
         return FrameEntry(end, key, acc)

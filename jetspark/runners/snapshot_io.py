@@ -175,17 +175,22 @@ def member_files(manifest: Manifest, vertex: str, name: FileName) -> list[Snapsh
 
 
 def holds_only_its_writers_partitions(
-    manifest: Manifest, vertex: str, arrangement: PartitionArrangement
+    manifest: Manifest, vertex: str, arrangement: PartitionArrangement, broadcast: bool = False
 ) -> bool:
     """Every file of `vertex` (chains too) holds only entries of partitions its writer member
-    restores, none broadcast: then a member's restore reads its own file and nothing else."""
+    restores, none broadcast: then a member's restore reads its own file and nothing else. With
+    `broadcast`, broadcast entries are allowed too: a delta applies on its file's keyed entries
+    and writes all the broadcast ones again (`deltas.merge`), but a kept processor would miss the
+    other members' broadcast entries a restore gives it."""
     for file in manifest.files:
         if file.vertex != vertex:
             continue
         name = FileName.parse(file.name)
         if name is None or name.member is None:
             return False
-        owned = member_partitions(arrangement, name.member)
+        owned = set(member_partitions(arrangement, name.member))
+        if broadcast:
+            owned.add(BROADCAST_PARTITION)
         for one in (file, *(f for _, f in file.chain)):
             if any(segment.partition not in owned for segment in one.segments):
                 return False

@@ -22,11 +22,12 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from jetspark.checkpoint.deltas import merge
 from jetspark.core.errors import ProcessorContractError, not_a_bool
 from jetspark.core.watermark import Watermark
 from jetspark.engine.coalescer import WatermarkCoalescer
 from jetspark.engine.execution import IdleStrategy
-from jetspark.engine.snapshot import SnapshotEntry
+from jetspark.engine.snapshot import SnapshotEntry, changed_keys, saves_incrementally
 from jetspark.testing._calls import CallLog, CallRecord, short
 from jetspark.testing._capture import Instance
 from jetspark.testing._context import Layout, ProcessorFactory
@@ -35,6 +36,8 @@ from jetspark.testing._modes import Batch, Event, Mode, WatermarkEvent
 from jetspark.testing._routing import Router, unpickle_entries
 from jetspark.testing._settings import COOPERATIVE_WARN_SECONDS, Settings
 
+#: In incremental modes, a full snapshot every this many (the rest save only what changed).
+FULL_EVERY = 4
 #: Methods that may block even in a cooperative processor.
 _MAY_BLOCK = frozenset({"init", "close"})
 
@@ -60,6 +63,11 @@ class Harness:
         self.snapshots = 0
         self.restores = 0
         self._entries: list[SnapshotEntry] = []
+        #: An incremental mode's last snapshot, whole (the chain applied): what a delta applies on.
+        self._last: list[SnapshotEntry] | None = None
+        #: In incremental modes, per snapshot: the entries it wrote (deletions too) when it was
+        #: incremental, else None.
+        self.deltas: list[list[SnapshotEntry] | None] = []
         self._merge: list[WatermarkCoalescer] | None = None
         self._floor: list[int | None] = [None] * output_count
         self._idle = IdleStrategy()
@@ -289,11 +297,19 @@ class Harness:
 
     def snapshot(self, restore: bool, layout: Layout | None = None) -> None:
         """Phase 1 and phase 2 on every processor; then, if `restore`, restore into new ones (in
-        `layout`, or the mode's next layout)."""
+        `layout`, or the mode's next layout). An incremental mode's snapshot after the first
+        saves only what changed (as a Spark epoch may) and is applied on the last one."""
         self._entries.clear()
-        self.log.note(f"snapshot {self.snapshots + 1} at point {self.points}")
+        incremental = self._incremental_now()
+        kind = "incremental snapshot" if incremental else "snapshot"
+        self.log.note(f"{kind} {self.snapshots + 1} at point {self.points}")
         for inst in self.instances:
+            if incremental:
+                inst.outbox.save_only(changed_keys(inst.processor))
             self._until_true(inst, "save_to_snapshot", _with_snapshot_offers(inst, "save_to_snapshot"))
+            if incremental:  # deletions for the changed keys not offered, into `_entries`
+                inst.outbox.end_incremental()
+                inst.outbox.flush()
             self._until_true(
                 inst, "snapshot_commit_prepare", _with_snapshot_offers(inst, "snapshot_commit_prepare")
             )
@@ -310,8 +326,23 @@ class Harness:
             finally:
                 inst.outbox.forbid_offers(None)
         self.snapshots += 1
+        if self.mode.incremental:
+            self.deltas.append(list(self._entries) if incremental else None)
+            layers = [self._last or [], self._entries] if incremental else [self._entries]
+            self._entries[:] = [SnapshotEntry(*entry) for entry in merge(layers)]
+            self._last = list(self._entries)
         if restore:
             self.restore(list(self._entries), layout)
+
+    def _incremental_now(self) -> bool:
+        """Whether this snapshot may be incremental: the mode's, not the first, not every
+        `FULL_EVERY`-th, and every processor names what changed."""
+        return (
+            self.mode.incremental
+            and self._last is not None
+            and self.snapshots % FULL_EVERY != 0
+            and all(saves_incrementally(inst.processor) for inst in self.instances)
+        )
 
     def restore(self, entries: list[SnapshotEntry], layout: Layout | None = None) -> None:
         """Close the processors, start a new execution (next layout of the mode, or `layout`) and

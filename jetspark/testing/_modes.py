@@ -9,6 +9,7 @@ priority, one item at a time; then cut into inbox batches of one ordinal, a wate
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -49,6 +50,9 @@ class Mode:
     restore_points: frozenset[int] = frozenset()
     layouts: tuple[Layout, ...]
     multi: bool = False
+    #: Snapshots after the first are incremental where every processor names the keys it changed
+    #: (`changed_snapshot_keys`), a full one every `FULL_EVERY`-th; a restore applies the deltas.
+    incremental: bool = False
     name: str = ""
 
     def restores_at(self, point: int) -> bool:
@@ -66,6 +70,11 @@ class Mode:
             parts.append("restore at every point, alternating " + " <-> ".join(str(x) for x in self.layouts))
         elif self.restore_points:
             parts.append(f"snapshot + restore at points {sorted(self.restore_points)}")
+        elif self.incremental:
+            parts.append(
+                f"incremental snapshots (changed_snapshot_keys) at every point, restore at every "
+                f"{_ordinal_word(self.restore_every or 1)}"
+            )
         elif self.restore_every is None:
             parts.append("snapshot at every point, never restored")
         elif self.restore_every == 1:
@@ -98,40 +107,19 @@ def default_modes(
     modes.append(Mode(group=Group.PLAIN, inbox_size=LARGE, outbox_capacity=LARGE, layouts=single))
     if not snapshots:
         return modes
+    # every snapshot mode: one item per batch, the small outbox
+    snapshot_mode = functools.partial(
+        Mode, inbox_size=1, outbox_capacity=small_capacity, snapshots=True, layouts=single
+    )
     for every in (None, 1, 2):
         group = Group.SNAPSHOT_ONLY if every is None else Group.RESTORE
-        modes.append(
-            Mode(
-                group=group,
-                inbox_size=1,
-                outbox_capacity=small_capacity,
-                snapshots=True,
-                restore_every=every,
-                layouts=single,
-            )
-        )
+        modes.append(snapshot_mode(group=group, restore_every=every))
+    modes.append(snapshot_mode(group=Group.RESTORE, restore_every=3, incremental=True))
     for points in restore_points:
-        modes.append(
-            Mode(
-                group=Group.RESTORE,
-                inbox_size=1,
-                outbox_capacity=small_capacity,
-                snapshots=True,
-                restore_points=points,
-                layouts=single,
-            )
-        )
+        modes.append(snapshot_mode(group=Group.RESTORE, restore_points=points))
     for before, after in redistribution:
         modes.append(
-            Mode(
-                group=Group.REDISTRIBUTION,
-                inbox_size=1,
-                outbox_capacity=small_capacity,
-                snapshots=True,
-                restore_every=1,
-                layouts=(before, after),
-                multi=True,
-            )
+            snapshot_mode(group=Group.REDISTRIBUTION, restore_every=1, layouts=(before, after), multi=True)
         )
     return modes
 

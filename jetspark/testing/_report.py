@@ -30,6 +30,8 @@ class ModeResult:
     mismatch: str | None = None
     calls: list[CallRecord] = attrs.field(factory=list)
     restores: int = 0
+    #: The processor names the keys it changed (`changed_snapshot_keys`): incremental modes apply.
+    saves_incrementally: bool = False
 
     @property
     def ok(self) -> bool:

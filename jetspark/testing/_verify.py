@@ -18,6 +18,7 @@ import attrs
 
 from jetspark.core.suppliers import SupplierLike
 from jetspark.core.watermark import Watermark
+from jetspark.engine.snapshot import saves_incrementally
 from jetspark.testing._calls import CallLog
 from jetspark.testing._context import ContextSettings, ProcessorFactory
 from jetspark.testing._harness import Harness
@@ -103,8 +104,12 @@ def run_verification(supplier: SupplierLike, settings: Settings, expectation: Ex
     mixed = mix_inputs(settings.inputs, settings.priorities)
     results: list[ModeResult] = []
     names: list[str] = []
+    incremental = False  # whether the processor names the keys it changed (seen in a run)
     for mode in modes:
+        if mode.incremental and not incremental:
+            continue  # the same as a full-snapshot mode
         result, name = run_mode(supplier, settings, expectation, mode, _fresh(mixed))
+        incremental = incremental or result.saves_incrementally
         results.append(result)
         names.append(name)
         if result.violation is not None and result.violation.kind is FailureKind.NEVER_FINISHES:
@@ -162,7 +167,15 @@ def run_mode(
             violation = error
     mismatch = expectation.mismatch(mode, harness.outputs) if violation is None else None
     name = type(harness.made[0].processor).__name__ if harness.made else "processor"
-    result = ModeResult(mode, harness.outputs, violation, mismatch, log.last(), harness.restores)
+    result = ModeResult(
+        mode,
+        harness.outputs,
+        violation,
+        mismatch,
+        log.last(),
+        harness.restores,
+        bool(harness.made) and saves_incrementally(harness.made[0].processor),
+    )
     return result, name
 
 
@@ -208,3 +221,38 @@ def diagnose(results: Sequence[ModeResult], has_input: bool) -> tuple[FailureKin
         if in_group:
             return kind, in_group[0]
     raise AssertionError("unreachable: every mode belongs to a group")
+
+
+def driven_harness(
+    supplier: SupplierLike,
+    *,
+    ordinals: int = 1,
+    inbox_size: int = 16,
+    outbox_capacity: int = 16,
+    snapshots: bool = True,
+    incremental: bool = False,
+    **settings: Any,
+) -> Harness:
+    """A started harness of one processor that a test (or a benchmark) drives step by step:
+    `feed`, `feed_watermark`, `end_input`, `snapshot(restore)`, `complete`, `close`, with the
+    kit's checks on every call. `settings` go to `Settings` (e.g. `cooperative_limit`)."""
+    kit = Settings(
+        inputs=[[] for _ in range(ordinals)],
+        priorities=[0] * ordinals,
+        logging=False,
+        outbox_capacity=outbox_capacity,
+        **settings,
+    )
+    name = "incremental snapshots" if incremental else "driven"
+    mode = Mode(
+        group=Group.RESTORE,
+        inbox_size=inbox_size,
+        outbox_capacity=outbox_capacity,
+        snapshots=snapshots,
+        incremental=incremental,
+        layouts=(kit.layout,),
+        name=name,
+    )
+    harness = new_harness(supplier, kit, mode, CallLog(logging_enabled=False, mode=name), 1)
+    harness.start()
+    return harness

@@ -57,9 +57,13 @@ def processor_state_machine(
     outbox_capacity: int = 1,
     complete: bool = True,
     compare_each_step: bool = True,
+    incremental: bool = False,
 ) -> type[RuleBasedStateMachine]:
     """A state machine class testing `supplier`'s processor against `model()`; run it with
     `.TestCase` (unittest/pytest) or `hypothesis.stateful.run_state_machine_as_test`.
+
+    With `incremental`, a processor with `changed_snapshot_keys` is snapshotted incrementally
+    after its first snapshot (a full one every few), and restored from the deltas applied on it.
 
     With `partition_key` the inputs are partitioned by it and restores may go into any of
     `layouts`; outputs of several processors are then compared in any order.
@@ -83,6 +87,7 @@ def processor_state_machine(
                 snapshots=True,
                 layouts=(layouts[0],),
                 multi=partition_key is not None,
+                incremental=incremental,
                 name="stateful",
             )
             self.log = CallLog(logging_enabled=False, mode="stateful")

@@ -14,7 +14,7 @@ from examples.streaming_counts import RunningCount, expected_rows, format_row, k
 from jetspark import DAG, Edge
 from jetspark.checkpoint import CheckpointStore
 from jetspark.core import JobConfig, ProcessingGuarantee
-from jetspark.processors import transactional_files
+from jetspark.processors import WindowPolicy, aggregate_to_sliding_window, counting, transactional_files
 from jetspark.processors.transactional import read_lines
 from jetspark.runners.job import JobStatus
 from jetspark.runners.spark.runner import SparkRunner
@@ -127,3 +127,70 @@ def test_incremental_snapshots_count_exactly_across_epochs_and_a_rescale(spark: 
     again.join(180)
     assert again.status is JobStatus.COMPLETED
     assert sorted(read_lines(out)) == expected_rows(6000)
+
+
+def window_row(result: Any) -> str:
+    return f"{result.start} {result.key} {result.value}"
+
+
+def window_dag(out: str, source: Any) -> DAG:
+    """Items 0.. with event time = item; a count per item % 500 in tumbling windows of 1000 (the
+    state: 500 keys of the open window), two window processors per member (so a member's file
+    holds two next-window broadcast entries)."""
+    dag = DAG()
+    source_vertex = dag.new_vertex("source", source)
+    windows = dag.new_vertex(
+        "windows",
+        aggregate_to_sliding_window(five_hundred, identity, WindowPolicy.tumbling(1000), counting()),
+        2,
+    )
+    dag.edge(Edge.between(source_vertex, windows).partitioned(five_hundred).distributed())
+    files = dag.new_vertex("files", transactional_files(out, window_row))
+    dag.edge(Edge.between(windows, files).distributed())
+    return dag
+
+
+def five_hundred(item: int) -> int:
+    return item % 500
+
+
+def identity(item: int) -> int:
+    return item
+
+
+def windows_chained(root: Path, job_id: str) -> bool:
+    """The last committed snapshot's window files are deltas (a full one comes every so often)."""
+    manifest = CheckpointStore(str(root), job_id, tidy=False).latest()
+    files = [] if manifest is None else [f for f in manifest.files if f.vertex == "windows"]
+    return len(files) == 2 and all(f.chain for f in files)
+
+
+def test_a_built_in_window_writes_deltas_and_resumes_exactly_on_another_member_count(
+    spark: Any, tmp_path: Path
+) -> None:
+    """The window vertex's files become deltas (changed keys, deletions of emitted windows, and
+    the next-window broadcast entries of both processors of a member); suspended, resumed on 3
+    members, every window's count comes out exactly once."""
+    out, root = str(tmp_path / "out"), tmp_path / "ck"
+    gate = Gate(tmp_path / "gate", hold_at=3000)
+    config = two_members("window-deltas", str(root))
+    source = gated_stream(gate, count=6000, timestamp_fn=identity)
+    job = SparkRunner(spark).submit(window_dag(out, source), config)
+    wait_until(
+        lambda: windows_chained(root, "window-deltas") or job.status is not JobStatus.RUNNING, timeout=180
+    )
+    assert job.status is JobStatus.RUNNING, job.error
+    job.suspend()
+    gate.open()
+    again = SparkRunner(spark).submit(
+        window_dag(out, gated_stream(gate, count=6000, timestamp_fn=identity)),
+        attrs.evolve(config, member_count=3),
+    )
+    again.join(180)
+    assert again.status is JobStatus.COMPLETED
+    expected = sorted(
+        f"{start} {key} {sum(1 for i in range(start, start + 1000) if i % 500 == key)}"
+        for start in range(0, 6000, 1000)
+        for key in range(500)
+    )
+    assert sorted(read_lines(out)) == expected

@@ -361,3 +361,25 @@ def test_emitting_from_close_is_caught() -> None:
     error = failure_of(lambda: verify_processor(EmittingFromClose).input([1, 2]).expect_output([1, 2]))
     assert_names_class(error, FailureKind.CONTRACT)
     assert "close(): " in str(error) and "offered 'summary' from close()" in str(error)
+
+
+class UnnamingDedup(Dedup):
+    """Says it names the keys it changed, and names none: an incremental snapshot loses them."""
+
+    def changed_snapshot_keys(self) -> set[Any]:
+        return set()
+
+
+def test_keys_changed_but_not_named_are_caught_by_the_incremental_mode() -> None:
+    error = failure_of(
+        lambda: verify_processor(UnnamingDedup).input([1, 2, 1, 3, 2]).expect_output([1, 2, 3])
+    )
+    assert_names_class(error, FailureKind.LOSES_STATE_ON_RESTORE)
+    assert (
+        error.mode
+        == "inbox 1, outbox capacity 1, incremental snapshots (changed_snapshot_keys) at every point, restore at every third"
+    )
+    assert "failing modes: inbox 1, outbox capacity 1, incremental snapshots" in str(error)
+    assert "snapshot + restore at every point;" in str(error).split("passing modes:")[1], (
+        "full snapshots pass"
+    )

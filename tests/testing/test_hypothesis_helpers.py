@@ -11,6 +11,7 @@ from hypothesis.stateful import run_state_machine_as_test
 from kit_examples import CountByKey, Dedup
 
 from jetspark import IDLE_MESSAGE, Watermark
+from jetspark import processors as P
 from jetspark.testing import FailureKind, ProcessorVerificationError
 from jetspark.testing import strategies as js
 from jetspark.testing.stateful import processor_state_machine
@@ -163,3 +164,23 @@ def test_the_state_machine_finds_mishandled_redistribution() -> None:
     with pytest.raises(ProcessorVerificationError) as info:
         run_state_machine_as_test(machine, settings=FIND)
     assert info.value.kind is FailureKind.MISHANDLES_REDISTRIBUTION
+
+
+class UnnamingDedup(Dedup):
+    """Says it names the keys it changed, and names none: an incremental snapshot loses them."""
+
+    def changed_snapshot_keys(self) -> set[Any]:
+        return set()
+
+
+def test_the_state_machine_with_incremental_snapshots() -> None:
+    machine = processor_state_machine(
+        P.distinct(), DedupModel, st.integers(0, 5), watermarks=False, incremental=True
+    )
+    run_state_machine_as_test(machine, settings=MACHINE_SETTINGS)
+    broken = processor_state_machine(
+        UnnamingDedup, DedupModel, st.integers(0, 3), watermarks=False, incremental=True
+    )
+    with pytest.raises(ProcessorVerificationError) as info:
+        run_state_machine_as_test(broken, settings=FIND)
+    assert info.value.kind is FailureKind.LOSES_STATE_ON_RESTORE

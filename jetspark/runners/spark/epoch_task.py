@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from jetspark.core.processor import Processor
-from jetspark.engine.snapshot import SnapshotContext, SnapshotData, SnapshotEntry
+from jetspark.engine.snapshot import BROADCAST_PARTITION, SnapshotContext, SnapshotData, SnapshotEntry
 from jetspark.engine.tasklet import ProcessorTasklet
 from jetspark.planning.plan import ExecutionPlan
 from jetspark.runners.snapshot_io import (
@@ -260,10 +260,11 @@ class EpochTask:
             self.store, self._manifest(), self.plan, vertices, self.member, self.spec.completed
         )
 
-    def _owned_only(self, manifest: Manifest, vertex: str) -> bool:
+    def _owned_only(self, manifest: Manifest, vertex: str, broadcast: bool = False) -> bool:
         """A member's restore of `vertex` reads its own file and nothing else, which is what
-        keeping its processors, or applying a delta to its file, assumes."""
-        return holds_only_its_writers_partitions(manifest, vertex, self.plan.arrangement)
+        keeping its processors, or applying a delta to its file, assumes (`broadcast`: see
+        `holds_only_its_writers_partitions`)."""
+        return holds_only_its_writers_partitions(manifest, vertex, self.plan.arrangement, broadcast)
 
     def _plan_chains(self) -> dict[str, tuple[tuple[int, SnapshotFile], ...]]:
         """Per vertex, the chain this epoch's file may extend with only what changed (`deltas`):
@@ -284,7 +285,7 @@ class EpochTask:
         chains = {}
         for vertex in self.vertices:
             mine = member_files(manifest, vertex, self._name(vertex))
-            if vertex in done or len(mine) != 1 or not self._owned_only(manifest, vertex):
+            if vertex in done or len(mine) != 1 or not self._owned_only(manifest, vertex, broadcast=True):
                 continue
             chain = plan_chain(spec.restore_id, mine[0])
             if chain is not None:
@@ -320,13 +321,54 @@ class EpochTask:
             took_part = all(
                 t.last_snapshot_id == snapshot_id for t in self.tasklets if t.context.vertex_name == vertex
             )
+            if chain and vertex not in full:
+                self._check_owned(vertex)
+            if chain and not took_part and vertex not in full:
+                entries = self._made_whole(vertex, snapshot_id, entries)
             if vertex in full or not took_part:
                 chain = ()  # a full file: some processor saved everything, or completed
-            if not chain and vertex not in data:
+            if not chain and not entries:
                 continue
             written = write_file(self.store, snapshot_id, vertex, self._name(vertex), entries, chain)
             self.files.append(written.to_json())
         return True
+
+    def _check_owned(self, vertex: str) -> None:
+        """An incremental save keeps one entry per key, so each key must come from one processor:
+        the owner of its partition (state keyed by the key its input is partitioned by)."""
+        lp = self.plan.vertices[vertex].local_parallelism
+        for t in self.tasklets:
+            if t.context.vertex_name != vertex:
+                continue
+            index = t.context.local_processor_index
+            owned = set(self.plan.arrangement.processor_partitions(self.member, index, lp))
+            stray = t.outbox.snapshot_partitions - owned - {BROADCAST_PARTITION}
+            if stray:
+                from jetspark.core.errors import ProcessorContractError
+
+                raise ProcessorContractError(
+                    f"vertex {vertex!r} processor #{t.context.global_processor_index} has "
+                    f"changed_snapshot_keys() but saved keys of partitions it does not own "
+                    f"({len(stray)}, e.g. {min(stray)}): an incremental snapshot needs state keyed by the "
+                    "key its input is partitioned by (a distributed edge partitioned by that key); "
+                    "remove the method, or save such state under BroadcastKey"
+                )
+
+    def _made_whole(self, vertex: str, snapshot_id: int, delta: list[SnapshotEntry]) -> list[SnapshotEntry]:
+        """The full file of a vertex whose processors saved incrementally but one completed
+        instead (its state went out with its output): the delta applied on the committed
+        entries of the partitions of the processors that saved (the files of the vertex hold only
+        their writer's partitions, so this member's file alone), broadcast entries from the delta."""
+        from jetspark.checkpoint.deltas import merge
+
+        lp = self.plan.vertices[vertex].local_parallelism
+        saved: set[int] = set()
+        for t in self.tasklets:
+            if t.context.vertex_name == vertex and t.last_snapshot_id == snapshot_id:
+                index = t.context.local_processor_index
+                saved.update(self.plan.arrangement.processor_partitions(self.member, index, lp))
+        base = self.store.read(self._manifest(), vertex, saved)
+        return [SnapshotEntry._make(entry) for entry in merge([base, delta])]
 
     def on_idle(self) -> bool:
         """After a round without progress: a member whose every live processor has all its inputs

@@ -12,6 +12,7 @@ import pytest
 from jetspark.checkpoint import CheckpointStore, CorruptSnapshotError, deltas
 from jetspark.checkpoint.entries import Entry
 from jetspark.checkpoint.store import SnapshotFile
+from jetspark.core import BroadcastKey
 from jetspark.engine.outbox import OutboxImpl
 from jetspark.engine.snapshot import DELETED, SnapshotEntry, entry_partition
 
@@ -109,3 +110,36 @@ def test_an_incremental_save_keeps_changed_keys_and_writes_deletions_for_the_res
     decoded = sorted((pickle.loads(e.key), e.value and pickle.loads(e.value), e.partition) for e in taken)
     assert decoded == [("b", 1, entry_partition("b", 271)), ("gone", b"", entry_partition("gone", 271))]
     assert outbox.snapshot_partitions == {entry_partition("b", 271), entry_partition("gone", 271)}
+
+
+def test_broadcast_entries_come_from_the_newest_file_alone_duplicates_included() -> None:
+    # Two processors of a member save the same broadcast key (each its watermark): both stay,
+    # and a delta's broadcast entries replace the chain's (a save writes all of them).
+    full: list[Entry] = [(-1, b"wm", b"5"), (-1, b"wm", b"7"), (3, b"a", b"1")]
+    delta: list[Entry] = [(-1, b"wm", b"9"), (-1, b"wm", b"8"), (3, b"b", b"1")]
+    assert list(deltas.merge([full, delta])) == [
+        (-1, b"wm", b"9"),
+        (-1, b"wm", b"8"),
+        (3, b"a", b"1"),
+        (3, b"b", b"1"),
+    ]
+    assert list(deltas.merge([full, [(3, b"a", DELETED)]])) == [], "no broadcast entry saved last"
+
+
+def test_an_incremental_save_keeps_every_broadcast_entry_and_deletes_none() -> None:
+    taken: list[SnapshotEntry] = []
+    outbox = OutboxImpl([], "p", 1024, taken.extend, 271)
+    outbox.allow_snapshot_offers("save_to_snapshot")
+    assert outbox.keys_to_save() is None, "a full save"
+    outbox.save_only({"a", BroadcastKey("gone")})
+    assert outbox.keys_to_save() == {"a", BroadcastKey("gone")}
+    assert outbox.offer_to_snapshot(BroadcastKey("wm"), 3)
+    assert outbox.offer_to_snapshot("b", 1)
+    outbox.end_incremental()
+    outbox.flush()
+    assert sorted((pickle.loads(e.key), e.value) for e in taken if e.partition == -1) == [
+        (BroadcastKey("wm"), pickle.dumps(3, pickle.HIGHEST_PROTOCOL))
+    ]
+    assert [pickle.loads(e.key) for e in taken if e.partition != -1] == ["a"], "a deleted, b unchanged"
+    outbox.allow_snapshot_offers(None)
+    assert outbox.keys_to_save() is None, "outside save_to_snapshot"
