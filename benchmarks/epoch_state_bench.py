@@ -23,6 +23,7 @@ With `--changed-keys` the count processor names the keys it changed since its la
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import tempfile
@@ -31,8 +32,11 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import cloudpickle
+import epoch_timeline
+import pyspy_breakdown
 
 import examples.streaming_counts as streaming_counts
 from examples.streaming_counts import RunningCount, format_row
@@ -174,8 +178,17 @@ def throughput(
         shutil.rmtree(work, ignore_errors=True)
 
 
-def fixed_cost(spark: Any, keys: int, epoch_millis: int, quiet_epochs: int) -> dict[str, Any]:
-    """Seconds per epoch once the state holds `keys` keys and the input is ~20 items/s."""
+def fixed_cost(
+    spark: Any,
+    keys: int,
+    epoch_millis: int,
+    quiet_epochs: int,
+    profile: str | None = None,
+    timeline: str | None = None,
+) -> dict[str, Any]:
+    """Seconds per epoch once the state holds `keys` keys and the input is ~20 items/s; with
+    `profile` (a file name), py-spy samples the driver and its Python workers over the quiet
+    epochs (`pyspy_breakdown`)."""
     from jetspark.runners.spark import SparkRunner
 
     work = tempfile.mkdtemp(prefix="jetspark-epoch-state-")
@@ -184,15 +197,21 @@ def fixed_cost(spark: Any, keys: int, epoch_millis: int, quiet_epochs: int) -> d
             counts_dag(f"{work}/out", keys, None, None, source=lambda: BurstThenTrickle(keys, 0.1)),
             _config(ProcessingGuarantee.EXACTLY_ONCE, epoch_millis, work),
         )
+        events = epoch_timeline.watch(job) if timeline is not None else []
         try:
             while job.epochs_committed < 2:  # the burst, and one epoch after it
                 _check(job)
                 time.sleep(0.01)
+            spy = None if profile is None else pyspy_breakdown.start(profile)
             first, t0 = job.epochs_committed, time.perf_counter()
             while job.epochs_committed < first + quiet_epochs:
                 _check(job)
                 time.sleep(0.01)
             per_epoch = (time.perf_counter() - t0) / (job.epochs_committed - first)
+            if spy is not None:
+                pyspy_breakdown.stop(spy)
+            stats = job.epoch_stats().epochs
+            quiet = [e for e in stats if e.get("epoch", 0) >= first and e.get("commit_ms") is not None]
             figures: dict[str, int] = {}
             for values in job.metrics().values():
                 for name in ("state_cache_hits", "state_cache_misses"):
@@ -205,6 +224,13 @@ def fixed_cost(spark: Any, keys: int, epoch_millis: int, quiet_epochs: int) -> d
             "fixed_cost": per_epoch - epoch_millis / 1000,
             "cache_hits": figures.get("state_cache_hits"),
             "cache_misses": figures.get("state_cache_misses"),
+            "commit_ms": sum(e["commit_ms"] for e in quiet) / len(quiet) if quiet else float("nan"),
+            "epochs": job.epochs_committed - first,
+            "timeline": epoch_timeline.breakdown(
+                timeline, job.job_id, events, set(range(first, first + quiet_epochs))
+            )
+            if timeline is not None
+            else [],
         }
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -228,6 +254,16 @@ def main() -> None:
     parser.add_argument("--skip-throughput", action="store_true")
     parser.add_argument("--skip-fixed", action="store_true")
     parser.add_argument(
+        "--profile",
+        metavar="FILE",
+        help="py-spy (pip install py-spy) records the quiet epochs into FILE (raw); a breakdown is printed",
+    )
+    parser.add_argument(
+        "--timeline",
+        metavar="FILE",
+        help="time the steps of each quiet epoch (epoch_timeline: tasks append to FILE) and print them",
+    )
+    parser.add_argument(
         "--changed-keys", action="store_true", help="the count names its changed keys (incremental snapshots)"
     )
     args = parser.parse_args()
@@ -235,6 +271,8 @@ def main() -> None:
         COUNTER[0] = ChangedKeyedCount
     from jetspark.runners.spark.session import get_session
 
+    if args.timeline:
+        epoch_timeline.enable(args.timeline)  # before the session: its workers inherit it
     spark = get_session(args.master)
     items = int(args.items)
     rate = args.rate or None
@@ -250,13 +288,23 @@ def main() -> None:
                 flush=True,
             )
         if not args.skip_fixed:
-            fixed = fixed_cost(spark, keys, args.epoch_millis, args.quiet_epochs)
+            profile = None if args.profile is None else f"{args.profile}.{keys}"
+            fixed = fixed_cost(spark, keys, args.epoch_millis, args.quiet_epochs, profile, args.timeline)
             print(
                 f"keys {keys:>9,}  quiet epochs: {fixed['seconds_per_epoch']:6.3f} s/epoch, "
                 f"fixed cost {fixed['fixed_cost'] * 1000:7.0f} ms"
-                f"  state cache hits {fixed['cache_hits']} misses {fixed['cache_misses']}",
+                f"  state cache hits {fixed['cache_hits']} misses {fixed['cache_misses']}"
+                f"  driver commit {fixed['commit_ms']:.0f} ms  load {os.getloadavg()[0]:.1f}",
                 flush=True,
             )
+            if profile is not None:
+                print(pyspy_breakdown.report(profile, fixed["epochs"]), flush=True)
+            if fixed["timeline"]:
+                print(f"timeline of the quiet epochs ({args.timeline}), mean seconds per epoch:")
+                for step, seconds in fixed["timeline"]:
+                    print(f"  {seconds:7.3f}  {step}")
+                total = sum(seconds for _, seconds in fixed["timeline"])
+                print(f"  {total:7.3f}  (sum: an epoch, start to start)", flush=True)
 
 
 if __name__ == "__main__":
