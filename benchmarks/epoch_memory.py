@@ -91,10 +91,22 @@ def tree_size(path: str) -> tuple[int, int]:
     return files, size
 
 
-def sample(me: psutil.Process, epochs: int, started: float, work: str) -> dict[str, Any]:
+def spark_local_dirs(spark: Any) -> list[str]:
+    """The block manager's directories of this session (shuffle files live there)."""
+    try:
+        env = spark.sparkContext._jvm.org.apache.spark.SparkEnv.get()
+        return [str(d.getAbsolutePath()) for d in env.blockManager().diskBlockManager().localDirs()]
+    except Exception:  # another Spark version: not reported
+        return []
+
+
+def sample(
+    me: psutil.Process, epochs: int, started: float, work: str, local_dirs: list[str]
+) -> dict[str, Any]:
     jvms, workers = processes(me)
     largest = max(workers, key=rss, default=None)
     ck_files, ck_bytes = tree_size(f"{work}/ck")
+    shuffle = [tree_size(d) for d in local_dirs]
     out_files, _ = tree_size(f"{work}/out")
     return {
         "epochs": epochs,
@@ -110,6 +122,8 @@ def sample(me: psutil.Process, epochs: int, started: float, work: str) -> dict[s
         "ck_files": ck_files,
         "ck_mb": ck_bytes / MB,
         "out_files": out_files,
+        "shuffle_files": sum(f for f, _ in shuffle),
+        "shuffle_mb": sum(b for _, b in shuffle) / MB,
         "load": os.getloadavg()[0],
     }
 
@@ -132,6 +146,7 @@ def show(s: dict[str, Any]) -> str:
         f"largest worker {s['worker']:5.0f} (peak {s['worker_peak']:5.0f}) MB of {s['workers']}  "
         f"jvm {s['jvm']:5.0f} (peak {s['jvm_peak']:5.0f}) MB  objects {s['objects']:8,d}  "
         f"checkpoints {s['ck_files']:4d} files {s['ck_mb']:6.2f} MB  sink files {s['out_files']:5d}  "
+        f"Spark local dirs {s['shuffle_files']:5d} files {s['shuffle_mb']:6.1f} MB  "
         f"load {s['load']:4.1f}"
     )
 
@@ -146,12 +161,15 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=2000)
     parser.add_argument("--tracemalloc", type=int, default=0, help="print the top N growing lines")
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument(
+        "--conf", action="append", default=[], metavar="KEY=VALUE", help="more Spark settings"
+    )
     args = parser.parse_args()
     from jetspark.runners.spark import SparkRunner
     from jetspark.runners.spark.session import get_session
 
     work = tempfile.mkdtemp(prefix="jetspark-epoch-memory-")
-    spark = get_session(args.master)
+    spark = get_session(args.master, extra_conf=dict(c.split("=", 1) for c in args.conf))
     config = JobConfig(
         name="memory",
         processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE,
@@ -162,12 +180,14 @@ def main() -> None:
         tracemalloc.start(10)
     job = SparkRunner(spark).submit(job_module.streaming_dag(f"{work}/out", None, rate=args.rate), config)
     me = psutil.Process()
+    local_dirs = spark_local_dirs(spark)
     started = time.monotonic()
     samples: list[dict[str, Any]] = []
     first_trace = None
     print(
         f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, {args.master}, epochs of "
-        f"{args.epoch_millis} ms, {args.rate:g} items/s, a sample every {args.every} epochs",
+        f"{args.epoch_millis} ms, {args.rate:g} items/s, a sample every {args.every} epochs, "
+        f"Spark settings {args.conf or 'of the embedded session'}",
         flush=True,
     )
     try:
@@ -177,7 +197,7 @@ def main() -> None:
                 raise SystemExit(f"the job ended early: {job.status.value}: {job.error}")
             epochs = job.epochs_committed
             if epochs >= due or (not samples and epochs >= 1):
-                samples.append(sample(me, epochs, started, work))
+                samples.append(sample(me, epochs, started, work, local_dirs))
                 print(show(samples[-1]), flush=True)
                 if args.tracemalloc and first_trace is None:
                     first_trace = tracemalloc.take_snapshot()
@@ -194,11 +214,13 @@ def main() -> None:
     first, last = samples[1] if len(samples) > 1 else samples[0], samples[-1]
     print(f"epochs aborted: {aborted}; from epoch {first['epochs']} to {last['epochs']}:")
     steady = samples[1:]
-    for name in ("driver", "worker", "jvm", "ck_mb", "objects"):
+    second_half = [s for s in steady if s["epochs"] >= last["epochs"] / 2]
+    for name in ("driver", "worker", "jvm", "ck_mb", "shuffle_mb", "objects"):
         unit = "" if name == "objects" else " MB"
         print(
-            f"  {name:8s} {first[name]:10.1f} -> {last[name]:10.1f}{unit}  "
-            f"slope {slope(steady, name):+8.2f}{unit} per 100 epochs"
+            f"  {name:10s} {first[name]:10.1f} -> {last[name]:10.1f}{unit}  "
+            f"slope {slope(steady, name):+8.2f}{unit} per 100 epochs, "
+            f"{slope(second_half, name):+8.2f} over the second half"
         )
     if first_trace is not None and last_trace is not None:
         print(f"driver allocations that grew most (tracemalloc, top {args.tracemalloc}):")
