@@ -3,15 +3,19 @@ every `--every` committed epochs the memory of the driver's Python process, of t
 worker and of Spark's JVM is sampled, with the size of the job's checkpoint directory.
 
     python benchmarks/epoch_memory.py [--epochs 1000] [--epoch-millis 100] [--every 50]
-        [--rate 2000] [--tracemalloc 0]
+        [--rate 2000] [--tracemalloc 0] [--conf KEY=VALUE ...]
 
 The job is `examples/streaming_counts.py` (generator at `--rate` items/s -> a user's keyed running
 count over 10 keys -> `transactional_files`), EXACTLY_ONCE on an embedded Spark `local[2]`. Per
 sample: the current RSS and the peak (`VmHWM`, since the process started) of the driver, of the
 largest Python worker (the `pyspark.daemon` processes under this session's JVM; other sessions'
 workers on the machine are not counted) and of the JVM; the driver's count of live Python objects
-(`gc.get_objects()`); the checkpoint directory's files and bytes and the sink's files. At the end:
-first against last sample and the least-squares slope in MB per 100 epochs. With `--tracemalloc N`
+(`gc.get_objects()`); the checkpoint directory's files and bytes, the sink's files, and the files
+and bytes in Spark's scratch space (`spark.local.dir`, set to a directory of the run: shuffle
+files). `--conf KEY=VALUE` adds Spark settings. At the end:
+first against last sample (the first is taken after `--every` epochs, once the Python workers
+and the JVM have warmed up) and the least-squares slope in MB per 100 epochs, over all samples and
+over the second half. With `--tracemalloc N`
 the driver traces its allocations and prints the N source lines whose memory grew most between the
 first sample and the last.
 
@@ -91,22 +95,11 @@ def tree_size(path: str) -> tuple[int, int]:
     return files, size
 
 
-def spark_local_dirs(spark: Any) -> list[str]:
-    """The block manager's directories of this session (shuffle files live there)."""
-    try:
-        env = spark.sparkContext._jvm.org.apache.spark.SparkEnv.get()
-        return [str(d.getAbsolutePath()) for d in env.blockManager().diskBlockManager().localDirs()]
-    except Exception:  # another Spark version: not reported
-        return []
-
-
-def sample(
-    me: psutil.Process, epochs: int, started: float, work: str, local_dirs: list[str]
-) -> dict[str, Any]:
+def sample(me: psutil.Process, epochs: int, started: float, work: str) -> dict[str, Any]:
     jvms, workers = processes(me)
     largest = max(workers, key=rss, default=None)
     ck_files, ck_bytes = tree_size(f"{work}/ck")
-    shuffle = [tree_size(d) for d in local_dirs]
+    shuffle_files, shuffle_bytes = tree_size(f"{work}/spark-local")
     out_files, _ = tree_size(f"{work}/out")
     return {
         "epochs": epochs,
@@ -122,8 +115,8 @@ def sample(
         "ck_files": ck_files,
         "ck_mb": ck_bytes / MB,
         "out_files": out_files,
-        "shuffle_files": sum(f for f, _ in shuffle),
-        "shuffle_mb": sum(b for _, b in shuffle) / MB,
+        "shuffle_files": shuffle_files,
+        "shuffle_mb": shuffle_bytes / MB,
         "load": os.getloadavg()[0],
     }
 
@@ -169,7 +162,9 @@ def main() -> None:
     from jetspark.runners.spark.session import get_session
 
     work = tempfile.mkdtemp(prefix="jetspark-epoch-memory-")
-    spark = get_session(args.master, extra_conf=dict(c.split("=", 1) for c in args.conf))
+    # Spark's own scratch space (shuffle files) in a directory of this run, to be measured
+    conf = {"spark.local.dir": f"{work}/spark-local", **dict(c.split("=", 1) for c in args.conf)}
+    spark = get_session(args.master, extra_conf=conf)
     config = JobConfig(
         name="memory",
         processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE,
@@ -180,7 +175,6 @@ def main() -> None:
         tracemalloc.start(10)
     job = SparkRunner(spark).submit(job_module.streaming_dag(f"{work}/out", None, rate=args.rate), config)
     me = psutil.Process()
-    local_dirs = spark_local_dirs(spark)
     started = time.monotonic()
     samples: list[dict[str, Any]] = []
     first_trace = None
@@ -197,7 +191,7 @@ def main() -> None:
                 raise SystemExit(f"the job ended early: {job.status.value}: {job.error}")
             epochs = job.epochs_committed
             if epochs >= due or (not samples and epochs >= 1):
-                samples.append(sample(me, epochs, started, work, local_dirs))
+                samples.append(sample(me, epochs, started, work))
                 print(show(samples[-1]), flush=True)
                 if args.tracemalloc and first_trace is None:
                     first_trace = tracemalloc.take_snapshot()

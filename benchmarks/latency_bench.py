@@ -25,7 +25,9 @@ over the events created after `--warmup` seconds (the first epoch starts the Pyt
 job is finite (`rate * seconds` events) and completes, so every event is checked to be there
 exactly once. Reported per epoch interval: p50 / p99 / max latency, the epochs committed, the rate
 offered and the rate sustained (events created after the warm-up, divided by the time from the
-first of them being created to the last of them being committed).
+first of them being created to the last of them being committed), and the median delay from the
+driver's commit of an epoch to its rows' `COMMIT PREPARED` (the sink commits them when it
+restores in the next epoch).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -42,8 +45,10 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import cloudpickle
+import epoch_timeline
 
 from examples.streaming_counts import RunningCount
 from jetspark import DAG, Edge, JobConfig
@@ -128,7 +133,14 @@ def latency_dag(dsn: str, table: str, t0: float, rate: float, count: int, keys: 
 
 
 def run_interval(
-    spark: Any, dsn: str, epoch_millis: int, rate: float, seconds: float, warmup: float, keys: int
+    spark: Any,
+    dsn: str,
+    epoch_millis: int,
+    rate: float,
+    seconds: float,
+    warmup: float,
+    keys: int,
+    timeline: str | None = None,
 ) -> dict[str, Any]:
     import psycopg
 
@@ -152,9 +164,12 @@ def run_interval(
         job: Any = SparkRunner(spark, member_count=2).submit(
             latency_dag(dsn, table, t0, rate, count, keys), config
         )
+        events = epoch_timeline.watch(job) if timeline is not None else []
         job.join()
         epochs = job.epochs_committed
-        durations = [e["duration_s"] for e in job.epoch_stats().epochs if e.get("duration_s") is not None]
+        stats = job.epoch_stats().epochs  # the last 100 epochs
+        durations = [e["duration_s"] for e in stats if e.get("duration_s") is not None]
+        committed = sorted(e["ended"] for e in stats if e.get("outcome") == "committed" and e.get("ended"))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     load_after = os.getloadavg()
@@ -179,8 +194,22 @@ def run_interval(
             """,
             (first,),
         ).fetchone()
+        transactions = [
+            row[0]
+            for row in conn.execute(
+                f"SELECT DISTINCT extract(epoch FROM pg_xact_commit_timestamp(xmin))::float8 FROM {table} "
+                "WHERE seq >= %s",
+                (first,),
+            )
+        ]
         conn.execute(f"DROP TABLE {table}")
     (p50, p99), worst, created_first, visible_last, measured, commits = figures
+    # each sink transaction commits after the driver committed its epoch: how long after
+    delays = []
+    for at in transactions:
+        before = [c for c in committed if c <= at]
+        if before:
+            delays.append(at - before[-1])
     return {
         "epoch_ms": epoch_millis,
         "p50_ms": 1000 * p50,
@@ -192,7 +221,11 @@ def run_interval(
         "epochs": epochs,
         "commit_times": commits,
         "mean_epoch_s": sum(durations) / len(durations) if durations else float("nan"),
+        "commit_to_visible_ms": 1000 * statistics.median(delays) if delays else float("nan"),
         "load": (load_before[0], load_after[0]),
+        "timeline": epoch_timeline.breakdown(timeline, job.job_id, events, set(range(2, epochs)))
+        if timeline is not None
+        else [],
     }
 
 
@@ -210,7 +243,12 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=10_000)
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--dsn", help="a server with track_commit_timestamp=on (default: start one)")
+    parser.add_argument(
+        "--timeline", metavar="FILE", help="time the steps of each epoch after the first two (epoch_timeline)"
+    )
     args = parser.parse_args()
+    if args.timeline:
+        epoch_timeline.enable(args.timeline)  # before the session: its workers inherit it
     with ExitStack() as stack:
         dsn = args.dsn
         if dsn is None:
@@ -227,15 +265,23 @@ def main() -> None:
         )
         for epoch_millis in args.epoch_millis:
             seconds = max(args.seconds, args.warmup + args.min_epochs * epoch_millis / 1000)
-            r = run_interval(spark, dsn, epoch_millis, args.rate, seconds, args.warmup, args.keys)
+            r = run_interval(
+                spark, dsn, epoch_millis, args.rate, seconds, args.warmup, args.keys, args.timeline
+            )
             print(
                 f"epochs of {epoch_millis:>5} ms: p50 {r['p50_ms']:7.0f} ms  p99 {r['p99_ms']:7.0f} ms  "
                 f"max {r['max_ms']:7.0f} ms  sustained {r['sustained']:8,.0f}/s of {r['offered']:,.0f}  "
                 f"events {r['events']:,} over {seconds:g} s  epochs committed {r['epochs']} "
                 f"(commit times measured {r['commit_times']})  mean epoch {r['mean_epoch_s']:.2f} s  "
+                f"driver commit -> rows visible, median {r['commit_to_visible_ms']:.0f} ms  "
                 f"load {r['load'][0]:.1f}->{r['load'][1]:.1f}",
                 flush=True,
             )
+            if r["timeline"]:
+                print("  mean seconds per epoch (epochs after the first two):")
+                for step, value in r["timeline"]:
+                    print(f"    {value:7.3f}  {step}")
+                print(f"    {sum(v for _, v in r['timeline']):7.3f}  (sum)", flush=True)
 
 
 if __name__ == "__main__":
