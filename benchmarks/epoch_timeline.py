@@ -252,25 +252,21 @@ def breakdown(
 
 
 def _task_steps(t: dict[str, Any]) -> list[tuple[str, float]]:
-    """A task's steps, in order; the timed pieces inside the loop are taken out of the span."""
+    """A task's steps, in order; the timed pieces inside the loop are taken out of its run."""
     loop = t.get("loop", t["start"])
     loop_end = t.get("loop_end", t["close"])
-    due = t.get("due", loop_end)
-    inside = t.get("apply", 0.0)
-    saving = t.get("save", 0.0) + t.get("_write", 0.0) + t.get("prepare", 0.0) + t.get("commit_finish", 0.0)
+    before_loop = t.get("claim", 0.0) + t.get("take_kept", 0.0) + t.get("restore_data", 0.0)
+    inside = t.get("apply", 0.0) + t.get("save", 0.0) + t.get("_write", 0.0)
+    inside += t.get("prepare", 0.0) + t.get("commit_finish", 0.0)
     return [
         ("start, claim marker", t.get("claim", 0.0)),
         ("state cache lookup", t.get("take_kept", 0.0)),
         ("read the share (restore_data)", t.get("restore_data", 0.0)),
-        (
-            "engine setup (processors, restore plan)",
-            loop - t["start"] - t.get("claim", 0.0) - t.get("take_kept", 0.0) - t.get("restore_data", 0.0),
-        ),
-        ("apply entries (restore_from_snapshot_entry)", inside),
-        ("run until the snapshot is due", due - loop - inside),
+        ("engine setup (unpickle + route the entries, make processors)", loop - t["start"] - before_loop),
+        ("apply the entries (restore_from_snapshot_entry)", t.get("apply", 0.0)),
+        ("run: items, waiting for the span or for the upstream's end", loop_end - loop - inside),
         ("processors save (offer + pickle)", t.get("save", 0.0)),
-        ("write the file (encode, SHA-256, fsync)", t.get("_write", 0.0)),
+        ("write the file (encode, SHA-256, write + fsync)", t.get("_write", 0.0)),
         ("sinks prepare / commit", t.get("prepare", 0.0) + t.get("commit_finish", 0.0)),
-        ("rest of the loop after the snapshot", loop_end - due - saving),
         ("report, close or keep processors", t["end"] - loop_end),
     ]
