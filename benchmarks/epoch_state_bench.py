@@ -71,10 +71,14 @@ class KeyedCount(RunningCount):
     def try_process_item(self, ordinal: int, item: Any) -> bool:
         key = self.key_of(item)
         n = self.counts.get(key, 0) + 1
-        if not self.try_emit((key, n)):
+        if not self.try_emit(self.row(item, key, n)):
             return False
         self.counts[key] = n
         return True
+
+    def row(self, item: Any, key: int, n: int) -> Any:
+        """What is emitted for `item`, the `n`-th of `key`."""
+        return (key, n)
 
 
 class BurstThenTrickle(AbstractProcessor):
@@ -215,8 +219,7 @@ def fixed_cost(
             figures: dict[str, int] = {}
             for values in job.metrics().values():
                 for name in ("state_cache_hits", "state_cache_misses"):
-                    if name in values:
-                        figures[name] = figures.get(name, 0) + values[name]
+                    figures[name] = figures.get(name, 0) + values.get(name, 0)
         finally:
             job.cancel()
         return {

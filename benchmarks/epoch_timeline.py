@@ -165,33 +165,20 @@ def watch(job: Any) -> list[dict[str, Any]]:
             current.update(end=time.time(), epoch=job._epoch)
             events.append(dict(current))
 
-    def timed_run_epoch(spec: Any) -> Any:
-        current["job_start"] = time.time()
-        try:
-            return run_epoch(spec)
-        finally:
-            current["job_end"] = time.time()
+    def stamped(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any) -> Any:
+            current[f"{name}_start"] = time.time()
+            try:
+                return fn(*args)
+            finally:
+                current[f"{name}_end"] = time.time()
 
-    def timed_build(*args: Any) -> Any:
-        current["build_start"] = time.time()
-        try:
-            return build(*args)
-        finally:
-            current["build_end"] = time.time()
+        return wrapper
 
-    def timed_commit(*args: Any) -> Any:
-        current["commit_start"] = time.time()
-        try:
-            return commit(*args)
-        finally:
-            current["commit_end"] = time.time()
-
-    job.execute, job._run_epoch, job._build, job._commit = (
-        timed_execute,
-        timed_run_epoch,
-        timed_build,
-        timed_commit,
-    )
+    job.execute = timed_execute
+    job._run_epoch = stamped("job", run_epoch)
+    job._build = stamped("build", build)
+    job._commit = stamped("commit", commit)
     return events
 
 

@@ -49,8 +49,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import cloudpickle
 import epoch_timeline
+from epoch_state_bench import KeyedCount
 
-from examples.streaming_counts import RunningCount
 from jetspark import DAG, Edge, JobConfig
 from jetspark.core import AbstractProcessor, ProcessingGuarantee
 from jetspark.core.watermark import BroadcastKey
@@ -94,7 +94,7 @@ class ScheduledSource(AbstractProcessor):
             self.position = value
 
 
-class KeyOf:
+class EventKeyOf:
     """event -> seq % keys (a class, so that the partitioner pickles by value)."""
 
     def __init__(self, keys: int) -> None:
@@ -104,28 +104,23 @@ class KeyOf:
         return event[0] % self.keys
 
 
-class EventCount(RunningCount):
-    """The user's running count per key (`examples/streaming_counts.RunningCount`'s state,
-    snapshot and restore), emitting `(seq, created, key, n)`."""
+class EventCount(KeyedCount):
+    """The user's running count per key (`epoch_state_bench.KeyedCount`, whose state, snapshot
+    and restore are `examples/streaming_counts.RunningCount`'s), emitting `(seq, created, key, n)`."""
 
     def __init__(self, keys: int) -> None:
-        super().__init__()
-        self.key_of = KeyOf(keys)
+        super().__init__(keys)
+        self.key_of = EventKeyOf(keys)  # type: ignore[assignment]
 
-    def try_process_item(self, ordinal: int, item: Any) -> bool:
-        key = self.key_of(item)
-        n = self.counts.get(key, 0) + 1
-        if not self.try_emit((item[0], item[1], key, n)):
-            return False
-        self.counts[key] = n
-        return True
+    def row(self, item: Any, key: int, n: int) -> Any:
+        return (item[0], item[1], key, n)
 
 
 def latency_dag(dsn: str, table: str, t0: float, rate: float, count: int, keys: int) -> DAG:
     dag = DAG()
     source = dag.new_vertex("source", lambda: ScheduledSource(t0, rate, count), local_parallelism=1)
     counts = dag.new_vertex("counts", lambda: EventCount(keys), local_parallelism=1)
-    dag.edge(Edge.between(source, counts).partitioned(KeyOf(keys)).distributed())
+    dag.edge(Edge.between(source, counts).partitioned(EventKeyOf(keys)).distributed())
     insert = f"INSERT INTO {table} (seq, created, k, n) VALUES (%s, %s, %s, %s)"
     sink = dag.new_vertex("sink", postgres(dsn, insert), local_parallelism=1)
     dag.edge(Edge.between(counts, sink).distributed())
