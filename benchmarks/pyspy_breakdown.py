@@ -7,7 +7,7 @@ by what the sampled stack was doing.
 also samples every Python process under it: the Spark JVM's `pyspark.daemon` and its workers;
 `stop` ends it and the raw (collapsed) stacks are written. `report(path, epochs)` sorts every
 sample of the driver's epoch loop and of the workers into a category (the innermost frame that
-names one, `CATEGORIES`), and prints seconds per epoch: samples / rate / epochs. Driver figures
+names one, `WORKER_CATEGORIES` and `DRIVER_CATEGORIES`), and prints seconds per epoch: samples / rate / epochs. Driver figures
 are wall clock of the one thread that runs the epochs; worker figures are summed over the
 workers (up to two run at once on `local[2]`), idle time between tasks included.
 
@@ -37,19 +37,34 @@ def _fn(names: str, where: str = "") -> str:
     return rf"^(?:[\w<>]+\.)*(?:{names}) \({where}"
 
 
-CATEGORIES: list[tuple[str, str]] = [
-    # workers: the snapshot write path
-    ("save: sha256 of the file", _fn("encode", r"jetspark/checkpoint/entries\.py:{sha256}\)")),
-    ("save: encode (sort, pack, crc32)", _fn("encode", r"jetspark/checkpoint/entries\.py")),
-    ("save: write + fsync the file", _fn("write_file", r"jetspark/checkpoint/atomic\.py")),
-    ("save: other of the file write", _fn("_write", r"jetspark/runners/spark/epoch_task\.py")),
-    ("save: processors offer + pickle entries", _fn("save_to_snapshot|_begin_save|offer_to_snapshot")),
-    ("save: processors offer + pickle entries", r"snapshot.*\(jetspark/engine/(outbox|snapshot)\.py"),
-    # workers: restore
+#: (category, pattern of a frame) of the workers' samples; the innermost frame of a stack that
+#: matches one decides it. Frames are py-spy's "function (file:line)"; `{name}` is filled with the
+#: line numbers of the statements `_compiled` looks up.
+WORKER_CATEGORIES: list[tuple[str, str]] = [
+    # the processors' save, per entry (engine/outbox.py)
+    ("save: partition of each key (stable hash)", _fn("entry_partition")),
+    ("save: pickle each key and value", _fn("offer_to_snapshot", r"jetspark/engine/outbox\.py:{pickles}\)")),
+    ("save, restore: make each entry's tuple", r"^(?:<lambda> \(<string>|namedtuple\.<locals>\._make )"),
+    ("save: the outbox's checks per offer", _fn("offer_to_snapshot|_check_reoffer|_clear_unfinished")),
+    ("save: the processor's loop (save_to_snapshot)", _fn("save_to_snapshot|_begin_save|\\w*to_snapshot")),
+    ("save: the processor's loop (save_to_snapshot)", r"\(jetspark/core/traverser\.py"),
+    # the snapshot file's write
+    ("write: SHA-256 of the file", _fn("encode", r"jetspark/checkpoint/entries\.py:{sha256}\)")),
+    ("write: encode (sort, pack, CRC-32)", _fn("encode", r"jetspark/checkpoint/entries\.py")),
+    ("write: write + fsync the file", _fn("write_file", r"jetspark/checkpoint/atomic\.py")),
+    ("write: other", _fn("_write", r"jetspark/runners/spark/epoch_task\.py")),
+    # restore on a miss
     ("restore: state cache lookup", _fn("take_kept")),
-    ("restore: read + check + decode the share", _fn("load_shares|restore_data")),
-    ("restore: unpickle + restore_from_snapshot_entry", r"restore_from_snapshot|_restore"),
-    # workers: the rest of a task
+    ("restore: CRC-32 of the segments", _fn("decode_segment", r"jetspark/checkpoint/entries\.py:{crc}\)")),
+    ("restore: decode each entry (struct, bytes)", _fn("decode_segment")),
+    ("restore: unpickle each key and value", _fn("decode", r"jetspark/engine/snapshot\.py")),
+    (
+        "restore: route the entries to their processors",
+        _fn("route_snapshot_entries|global_owner|local_owner"),
+    ),
+    ("restore: read the share (other)", _fn("load_shares|restore_data")),
+    ("restore: restore_from_snapshot_entry", r"restore_from_snapshot|_restore \(jetspark/engine/tasklet"),
+    # the rest of a task
     ("task: claim marker (runs/)", _fn("refusal|_claim", r"jetspark/runners/spark/epoch_task\.py")),
     (
         "task: keep or close processors",
@@ -66,7 +81,10 @@ CATEGORIES: list[tuple[str, str]] = [
     ("task: other of run_stage_task", _fn("run_stage_task")),
     ("pyspark: waiting for the next task", _fn("read_int")),
     ("pyspark: read the task, send results", r"\((?:pyspark/)?(?:worker|serializers|worker_util)\.py"),
-    # the driver's epoch loop
+]
+
+#: The same for the driver's thread that runs the epochs.
+DRIVER_CATEGORIES: list[tuple[str, str]] = [
     ("driver: commit, retention", _fn("_apply_retention")),
     ("driver: commit, manifest + LATEST", _fn("commit", r"jetspark/checkpoint/store\.py")),
     ("driver: commit, other (ledger, results)", _fn("_commit", r"jetspark/runners/spark/epochs\.py")),
@@ -96,12 +114,14 @@ def _line_of(path: str, needle: str) -> str:
     return "(?:" + "|".join(lines or ["0"]) + ")"
 
 
-def _compiled() -> list[tuple[str, re.Pattern[str]]]:
+def _compiled(categories: list[tuple[str, str]]) -> list[tuple[str, re.Pattern[str]]]:
     fill = {
         "sha256": _line_of("jetspark/checkpoint/entries.py", "hashlib.sha256"),
+        "crc": _line_of("jetspark/checkpoint/entries.py", "if zlib.crc32(body)"),
+        "pickles": _line_of("jetspark/engine/outbox.py", "pickle.dumps("),
         "spec_loads": _line_of("jetspark/runners/spark/task.py", "pickle.loads"),
     }
-    return [(name, re.compile(pattern.format(**fill))) for name, pattern in CATEGORIES]
+    return [(name, re.compile(pattern.format(**fill))) for name, pattern in categories]
 
 
 def start(path: str, rate: int = RATE) -> subprocess.Popen[bytes]:
@@ -129,7 +149,7 @@ def _frames(line: str) -> tuple[list[str], int]:
 def classify(path: str) -> tuple[Counter[str], Counter[str], int]:
     """Samples per category of the driver's epoch thread and of the workers, and the samples
     of what matched no category (by innermost frame, `Counter` keys prefixed `?`)."""
-    patterns = _compiled()
+    in_workers, in_driver = _compiled(WORKER_CATEGORIES), _compiled(DRIVER_CATEGORIES)
     driver: Counter[str] = Counter()
     workers: Counter[str] = Counter()
     with open(path) as raw:
@@ -146,6 +166,7 @@ def classify(path: str) -> tuple[Counter[str], Counter[str], int]:
             if not in_worker and not epoch_thread:
                 continue  # another driver thread, or a process that is neither
             target = workers if in_worker else driver
+            patterns = in_workers if in_worker else in_driver
             for frame in reversed(code):
                 for name, pattern in patterns:
                     if pattern.search(frame):
