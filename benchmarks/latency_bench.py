@@ -25,7 +25,9 @@ over the events created after `--warmup` seconds (the first epoch starts the Pyt
 job is finite (`rate * seconds` events) and completes, so every event is checked to be there
 exactly once. Reported per epoch interval: p50 / p99 / max latency, the epochs committed, the rate
 offered and the rate sustained (events created after the warm-up, divided by the time from the
-first of them being created to the last of them being committed), and the median delay from the
+first of them being created to the last of them being committed; it includes the last events'
+latency), the rate delivered (the same events over the time from the first of them being visible
+to the last: the offered rate when the job keeps up), and the median delay from the
 driver's commit of an epoch to its rows' `COMMIT PREPARED` (the sink commits them when it
 restores in the next epoch).
 """
@@ -184,7 +186,7 @@ def run_interval(
             )
             SELECT percentile_cont(ARRAY[0.5, 0.99]) WITHIN GROUP (ORDER BY visible - created),
                    max(visible - created), min(created), max(visible), count(*),
-                   count(DISTINCT visible)
+                   count(DISTINCT visible), min(visible)
             FROM v
             """,
             (first,),
@@ -198,7 +200,7 @@ def run_interval(
             )
         ]
         conn.execute(f"DROP TABLE {table}")
-    (p50, p99), worst, created_first, visible_last, measured, commits = figures
+    (p50, p99), worst, created_first, visible_last, measured, commits, visible_first = figures
     # each sink transaction commits after the driver committed its epoch: how long after
     delays = []
     for at in transactions:
@@ -212,6 +214,7 @@ def run_interval(
         "max_ms": 1000 * worst,
         "offered": rate,
         "sustained": measured / (visible_last - created_first),
+        "delivered": measured / max(visible_last - visible_first, 1e-9),
         "events": measured,
         "epochs": epochs,
         "commit_times": commits,
@@ -265,7 +268,8 @@ def main() -> None:
             )
             print(
                 f"epochs of {epoch_millis:>5} ms: p50 {r['p50_ms']:7.0f} ms  p99 {r['p99_ms']:7.0f} ms  "
-                f"max {r['max_ms']:7.0f} ms  sustained {r['sustained']:8,.0f}/s of {r['offered']:,.0f}  "
+                f"max {r['max_ms']:7.0f} ms  sustained {r['sustained']:8,.0f}/s of {r['offered']:,.0f} "
+                f"(delivered {r['delivered']:,.0f}/s)  "
                 f"events {r['events']:,} over {seconds:g} s  epochs committed {r['epochs']} "
                 f"(commit times measured {r['commit_times']})  mean epoch {r['mean_epoch_s']:.2f} s  "
                 f"driver commit -> rows visible, median {r['commit_to_visible_ms']:.0f} ms  "
