@@ -35,6 +35,7 @@ only the changed keys (the built-in as it is).
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import tempfile
@@ -43,8 +44,11 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import cloudpickle
+import epoch_timeline
+import pyspy_breakdown
 
 import examples.streaming_counts as streaming_counts
 from examples.streaming_counts import RunningCount, format_row
@@ -81,10 +85,14 @@ class KeyedCount(RunningCount):
     def try_process_item(self, ordinal: int, item: Any) -> bool:
         key = self.key_of(item)
         n = self.counts.get(key, 0) + 1
-        if not self.try_emit((key, n)):
+        if not self.try_emit(self.row(item, key, n)):
             return False
         self.counts[key] = n
         return True
+
+    def row(self, item: Any, key: int, n: int) -> Any:
+        """What is emitted for `item`, the `n`-th of `key`."""
+        return (key, n)
 
 
 class BurstThenTrickle(AbstractProcessor):
@@ -211,10 +219,18 @@ def throughput(
 
 
 def fixed_cost(
-    spark: Any, keys: int, epoch_millis: int, quiet_epochs: int, middle: Any = None
+    spark: Any,
+    keys: int,
+    epoch_millis: int,
+    quiet_epochs: int,
+    middle: Any = None,
+    profile: str | None = None,
+    timeline: str | None = None,
 ) -> dict[str, Any]:
     """Seconds per epoch once the state holds `keys` keys and the input is ~20 items/s; the
-    middle vertex counts per key (`middle`: another supplier, e.g. a window's)."""
+    middle vertex counts per key (`middle`: another supplier, e.g. a window's); with `profile`
+    (a file name), py-spy samples the driver and its Python workers over the quiet epochs
+    (`pyspy_breakdown`)."""
     from jetspark.runners.spark import SparkRunner
 
     work = tempfile.mkdtemp(prefix="jetspark-epoch-state-")
@@ -224,21 +240,26 @@ def fixed_cost(
             counts_dag(f"{work}/out", keys, None, None, source=source, middle=middle),
             _config(ProcessingGuarantee.EXACTLY_ONCE, epoch_millis, work),
         )
+        events = epoch_timeline.watch(job) if timeline is not None else []
         try:
             while job.epochs_committed < 2:  # the burst, and one epoch after it
                 _check(job)
                 time.sleep(0.01)
+            spy = None if profile is None else pyspy_breakdown.start(profile)
             first, t0 = job.epochs_committed, time.perf_counter()
             while job.epochs_committed < first + quiet_epochs:
                 _check(job)
                 time.sleep(0.01)
             per_epoch = (time.perf_counter() - t0) / (job.epochs_committed - first)
             chained = _chained_files(f"{work}/ck", "epoch-state-bench")
+            if spy is not None:
+                pyspy_breakdown.stop(spy)
+            stats = job.epoch_stats().epochs
+            quiet = [e for e in stats if e.get("epoch", 0) >= first and e.get("commit_ms") is not None]
             figures: dict[str, int] = {}
             for values in job.metrics().values():
                 for name in ("state_cache_hits", "state_cache_misses"):
-                    if name in values:
-                        figures[name] = figures.get(name, 0) + values[name]
+                    figures[name] = figures.get(name, 0) + values.get(name, 0)
         finally:
             job.cancel()
         return {
@@ -247,6 +268,13 @@ def fixed_cost(
             "cache_hits": figures.get("state_cache_hits"),
             "cache_misses": figures.get("state_cache_misses"),
             "chained": chained,
+            "commit_ms": sum(e["commit_ms"] for e in quiet) / len(quiet) if quiet else float("nan"),
+            "epochs": job.epochs_committed - first,
+            "timeline": epoch_timeline.breakdown(
+                timeline, job.job_id, events, set(range(first, first + quiet_epochs))
+            )
+            if timeline is not None
+            else [],
         }
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -343,6 +371,16 @@ def main() -> None:
     parser.add_argument("--skip-throughput", action="store_true")
     parser.add_argument("--skip-fixed", action="store_true")
     parser.add_argument(
+        "--profile",
+        metavar="FILE",
+        help="py-spy (pip install py-spy) records the quiet epochs into FILE (raw); a breakdown is printed",
+    )
+    parser.add_argument(
+        "--timeline",
+        metavar="FILE",
+        help="time the steps of each quiet epoch (epoch_timeline: tasks append to FILE) and print them",
+    )
+    parser.add_argument(
         "--changed-keys", action="store_true", help="the count names its changed keys (incremental snapshots)"
     )
     parser.add_argument("--save-profile", action="store_true", help="one window processor's saves, no Spark")
@@ -360,6 +398,8 @@ def main() -> None:
         return
     from jetspark.runners.spark.session import get_session
 
+    if args.timeline:
+        epoch_timeline.enable(args.timeline)  # before the session: its workers inherit it
     spark = get_session(args.master)
     items = int(args.items)
     rate = args.rate or None
@@ -386,13 +426,25 @@ def main() -> None:
                     flush=True,
                 )
         elif not args.skip_fixed:
-            fixed = fixed_cost(spark, keys, args.epoch_millis, args.quiet_epochs)
+            profile = None if args.profile is None else f"{args.profile}.{keys}"
+            fixed = fixed_cost(
+                spark, keys, args.epoch_millis, args.quiet_epochs, None, profile, args.timeline
+            )
             print(
                 f"keys {keys:>9,}  quiet epochs: {fixed['seconds_per_epoch']:6.3f} s/epoch, "
                 f"fixed cost {fixed['fixed_cost'] * 1000:7.0f} ms"
-                f"  state cache hits {fixed['cache_hits']} misses {fixed['cache_misses']}",
+                f"  state cache hits {fixed['cache_hits']} misses {fixed['cache_misses']}"
+                f"  driver commit {fixed['commit_ms']:.0f} ms  load {os.getloadavg()[0]:.1f}",
                 flush=True,
             )
+            if profile is not None:
+                print(pyspy_breakdown.report(profile, fixed["epochs"]), flush=True)
+            if fixed["timeline"]:
+                print(f"timeline of the quiet epochs ({args.timeline}), mean seconds per epoch:")
+                for step, seconds in fixed["timeline"]:
+                    print(f"  {seconds:7.3f}  {step}")
+                total = sum(seconds for _, seconds in fixed["timeline"])
+                print(f"  {total:7.3f}  (sum: an epoch, start to start)", flush=True)
 
 
 if __name__ == "__main__":

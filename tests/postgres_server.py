@@ -36,8 +36,9 @@ def _free_port() -> int:
 
 
 @contextmanager
-def postgres_server() -> Iterator[str]:
-    """Start a server; yield its DSN; stop it and delete its files."""
+def postgres_server(extra_options: str = "") -> Iterator[str]:
+    """Start a server; yield its DSN; stop it and delete its files. `extra_options` are more
+    `-c name=value` settings (a benchmark's `track_commit_timestamp=on`, for example)."""
     bindir = _bindir()
     workdir = tempfile.mkdtemp(prefix="jetspark-pg-")
     data = os.path.join(workdir, "data")
@@ -57,6 +58,8 @@ def postgres_server() -> Iterator[str]:
         # logical decoding, for the change data capture tests (jetspark.processors.postgres_cdc)
         "-c wal_level=logical -c max_replication_slots=32 -c max_wal_senders=8"
     )
+    if extra_options:
+        options = f"{options} {extra_options}"
     run(f"{bindir}/pg_ctl", "-D", data, "-o", options, "-l", os.path.join(workdir, "log"), "-w", "start")
     dsn = f"host=127.0.0.1 port={port} user=postgres dbname=postgres"
     try:

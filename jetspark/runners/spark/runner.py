@@ -337,8 +337,12 @@ class SparkRunner:
 
             assert record is not None
 
+            empty_inputs: dict[int, Any] = {}  # the sources' empty input RDDs, made once per job
+
             def build(epoch_bytes: bytes) -> tuple[Any, list[Any]]:
-                return self._build_rdds(sc, name, spec_bytes, prepared, plan, epoch_bytes)
+                return self._build_rdds(
+                    sc, name, spec_bytes, prepared, plan, epoch_bytes, empty_inputs=empty_inputs
+                )
 
             job = EpochJob(
                 spark,
@@ -434,10 +438,14 @@ class SparkRunner:
         plan: ExecutionPlan,
         epoch_bytes: bytes | None = None,
         decisions: list[StageDecision] | None = None,
+        empty_inputs: dict[int, Any] | None = None,
     ) -> tuple[Any, list[Any]]:
         """The job's RDDs, stage by stage. With `decisions` (adaptive parallelism: a batch job
         whose config asks for it), the shuffle into each stage is written and measured now, and
-        the stage's task count decided from it (`spark.adaptive`); the decisions are appended."""
+        the stage's task count decided from it (`spark.adaptive`); the decisions are appended.
+        `empty_inputs` (a job in epochs, which builds its RDDs again for every epoch) keeps the
+        empty input RDD of stages without input, per task count, from one build to the next:
+        `parallelize` writes a temporary file and makes several JVM calls each time."""
         from pyspark import StorageLevel
 
         members = plan.member_count
@@ -500,7 +508,7 @@ class SparkRunner:
                     if adapt:
                         assert settings is not None
                         ranges = adaptive.source_ranges(live, settings, sc.defaultParallelism)
-                    stage_input = sc.parallelize([], len(ranges))
+                    stage_input = _empty_input(sc, len(ranges), empty_inputs)
                 task_members = tuple(live[first : last + 1] for first, last in ranges)
                 task = functools.partial(
                     run_stage_task,
@@ -512,7 +520,11 @@ class SparkRunner:
                 )
                 with call_site(sc, label):
                     rdd = stage_input.mapPartitionsWithIndex(task)
-            rdd.setName(label)
+            if len(stage.downstream) != 1:
+                rdd.setName(label)
+            # else: PySpark pipelines the stage's function into its consumer's `filter`, so this
+            # RDD is never run itself; naming it would make a JVM RDD (and send the task spec to
+            # the JVM once more) that no Spark job uses
             if len(stage.downstream) > 1:
                 rdd.persist(StorageLevel.MEMORY_AND_DISK)
                 persisted.append(rdd)
@@ -522,3 +534,13 @@ class SparkRunner:
             final = outputs[terminal[0]] if len(terminal) == 1 else sc.union([outputs[t] for t in terminal])
         final.setName(f"jetspark {name}: {', '.join(describe(t) for t in terminal)} -> driver")
         return final, persisted
+
+
+def _empty_input(sc: Any, tasks: int, kept: dict[int, Any] | None) -> Any:
+    """An RDD of `tasks` empty partitions: the input of a stage that reads none; from `kept` when
+    it holds one (an RDD without shuffle can be the input of any number of Spark jobs)."""
+    if kept is None:
+        return sc.parallelize([], tasks)
+    if tasks not in kept:
+        kept[tasks] = sc.parallelize([], tasks)
+    return kept[tasks]
