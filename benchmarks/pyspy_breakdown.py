@@ -41,7 +41,7 @@ def _fn(names: str, where: str = "") -> str:
 #: matches one decides it. Frames are py-spy's "function (file:line)"; `{name}` is filled with the
 #: line numbers of the statements `_compiled` looks up.
 WORKER_CATEGORIES: list[tuple[str, str]] = [
-    # the processors' save, per entry (engine/outbox.py)
+    # the processors' save, per entry (engine/outbox_impl.py)
     ("save: partition of each key (stable hash)", _fn("entry_partition")),
     ("save: pickle each key and value", _fn("offer_to_snapshot", r"jetspark/engine/outbox\.py:{pickles}\)")),
     ("save, restore: make each entry's tuple", r"^(?:<lambda> \(<string>|namedtuple\.<locals>\._make )"),
@@ -118,7 +118,7 @@ def _compiled(categories: list[tuple[str, str]]) -> list[tuple[str, re.Pattern[s
     fill = {
         "sha256": _line_of("jetspark/checkpoint/entries.py", "hashlib.sha256"),
         "crc": _line_of("jetspark/checkpoint/entries.py", "if zlib.crc32(body)"),
-        "pickles": _line_of("jetspark/engine/outbox.py", "pickle.dumps("),
+        "pickles": _line_of("jetspark/engine/outbox_impl.py", "pickle.dumps("),
         "spec_loads": _line_of("jetspark/runners/spark/task.py", "pickle.loads"),
     }
     return [(name, re.compile(pattern.format(**fill))) for name, pattern in categories]

@@ -17,6 +17,12 @@ EPOCHS_ATTRIBUTE = "jetspark.epochs"
 #: Key in `ProcessorContext.attributes` of the startpoints a source applies at start (a
 #: `jetspark.checkpoint.startpoint_source.StartpointRuntime`), present when the job keeps snapshots.
 STARTPOINTS_ATTRIBUTE = "jetspark.startpoints"
+#: Key in `ProcessorContext.attributes` of the runner's output staging (a
+#: `jetspark.processors.staging.OutputStaging`), present when the runner stages sinks' output.
+STAGING_ATTRIBUTE = "jetspark.output.staging"
+#: Key in `ProcessorContext.attributes` of the Spark data a member's `from_rdd` sources read:
+#: vertex name -> `jetspark.runners.spark.task.SourceInput` (the Spark runner only).
+SPARK_INPUT_ATTRIBUTE = "jetspark.spark.input"
 
 
 @attrs.frozen(kw_only=True)

@@ -46,8 +46,8 @@ from jetspark.core.processor import Processor
 from jetspark.core.watermark import Watermark
 from jetspark.engine.coalescer import WatermarkCoalescer
 from jetspark.engine.inbound import InboundStream
-from jetspark.engine.inbox import ListInbox
-from jetspark.engine.outbox import OutboxImpl
+from jetspark.engine.list_inbox import ListInbox
+from jetspark.engine.outbox_impl import OutboxImpl
 from jetspark.engine.snapshot import SnapshotContext, changed_keys, saves_incrementally
 from jetspark.engine.special import DONE, SnapshotBarrier
 

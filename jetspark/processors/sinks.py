@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import IO, Any
 
 from jetspark.core.abstract_processor import AbstractProcessor
-from jetspark.core.context import RESULTS_ATTRIBUTE, ProcessorContext
+from jetspark.core.context import RESULTS_ATTRIBUTE, STAGING_ATTRIBUTE, ProcessorContext
 from jetspark.core.inbox import Inbox
 from jetspark.core.suppliers import (
     MemberSuppliers,
@@ -28,7 +28,7 @@ from jetspark.core.suppliers import (
     VertexCapability,
 )
 from jetspark.core.watermark import Watermark
-from jetspark.processors.staging import STAGING_ATTRIBUTE, OutputStaging
+from jetspark.processors.staging import OutputStaging
 
 
 class _SinkP(AbstractProcessor):

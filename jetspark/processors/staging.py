@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
-#: Key in `ProcessorContext.attributes` of the runner's `OutputStaging`, if it stages output.
-STAGING_ATTRIBUTE = "jetspark.output.staging"
+from jetspark.core.context import STAGING_ATTRIBUTE  # every attribute key is declared there
+
+__all__ = ["STAGING_ATTRIBUTE", "OutputStaging"]
 
 
 class OutputStaging(Protocol):

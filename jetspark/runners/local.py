@@ -21,17 +21,16 @@ from typing import Any
 from jetspark.checkpoint import CheckpointStore
 from jetspark.checkpoint.job_record import JobRecord
 from jetspark.core.config import JobConfig, ProcessingGuarantee, checked_count
-from jetspark.core.context import STARTPOINTS_ATTRIBUTE
+from jetspark.core.context import STAGING_ATTRIBUTE, STARTPOINTS_ATTRIBUTE
 from jetspark.core.dag import DAG
 from jetspark.core.errors import JobCancelledError, JobFailedError, JobTimeoutError
 from jetspark.core.partitioner import DEFAULT_PARTITION_COUNT
 from jetspark.engine.execution import Execution
-from jetspark.engine.outbox import DEFAULT_BATCH_SIZE
+from jetspark.engine.outbox_impl import DEFAULT_BATCH_SIZE
 from jetspark.engine.snapshot import Snapshot, SnapshotContext, SnapshotData
 from jetspark.engine.tasklet import ProcessorTasklet
 from jetspark.planning.pipeline import PreparedDag, plan_execution, prepare
 from jetspark.planning.plan import ExecutionPlan
-from jetspark.processors.staging import STAGING_ATTRIBUTE
 from jetspark.runners import identity, snapshot_io, startpoints
 from jetspark.runners.coordinator import (
     RestartLoop,

@@ -18,7 +18,7 @@ from jetspark.core.edge import RoutingPolicy
 from jetspark.core.errors import JobFailedError
 from jetspark.core.processor import Processor
 from jetspark.engine.inbound import InboundStream
-from jetspark.engine.outbox import OutboxImpl
+from jetspark.engine.outbox_impl import OutboxImpl
 from jetspark.engine.queue import BoundedQueue, QueueReceiver, QueueSender
 from jetspark.engine.routing import (
     BroadcastCollector,

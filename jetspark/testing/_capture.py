@@ -13,8 +13,8 @@ from jetspark.core.context import ProcessorContext
 from jetspark.core.partitioner import DEFAULT_PARTITION_COUNT
 from jetspark.core.processor import Processor
 from jetspark.engine.coalescer import WatermarkCoalescer
-from jetspark.engine.inbox import ListInbox
-from jetspark.engine.outbox import OutboxImpl, SnapshotSink
+from jetspark.engine.list_inbox import ListInbox
+from jetspark.engine.outbox_impl import OutboxImpl, SnapshotSink
 from jetspark.engine.routing import OutboundCollector
 
 

@@ -16,7 +16,7 @@ import pytest
 from jetspark.core.config import JobConfig
 from jetspark.core.dag import DAG, Vertex
 from jetspark.core.edge import Edge
-from jetspark.engine.outbox import DEFAULT_BATCH_SIZE
+from jetspark.engine.outbox_impl import DEFAULT_BATCH_SIZE
 from jetspark.runners.local import LocalJob, LocalRunner
 from tests.contract.recording import Recorder
 

@@ -18,7 +18,7 @@ from jetspark.core.context import ProcessorContext
 from jetspark.core.processor import Processor
 from jetspark.core.watermark import Watermark
 from jetspark.engine.inbound import InboundStream
-from jetspark.engine.outbox import OutboxImpl
+from jetspark.engine.outbox_impl import OutboxImpl
 from jetspark.engine.queue import BoundedQueue
 from jetspark.engine.routing import UnicastCollector
 from jetspark.engine.snapshot import SnapshotContext

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from jetspark.core.processor import Processor
-from jetspark.engine.inbox import ListInbox
-from jetspark.engine.outbox import OutboxImpl
+from jetspark.engine.list_inbox import ListInbox
+from jetspark.engine.outbox_impl import OutboxImpl
 from jetspark.engine.queue import BoundedQueue
 from jetspark.engine.routing import UnicastCollector
 from tests.contract.harness import processor_context

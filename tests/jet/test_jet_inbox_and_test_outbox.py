@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from jetspark import ProcessorContractError
-from jetspark.engine.inbox import ListInbox
+from jetspark.engine.list_inbox import ListInbox
 from tests.jet.engine_kit import KitOutbox, inbox_of
 
 ITEMS = [1, 2]

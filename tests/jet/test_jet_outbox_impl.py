@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from jetspark import ProcessorContractError
-from jetspark.engine.outbox import OutboxImpl
+from jetspark.engine.outbox_impl import OutboxImpl
 from jetspark.engine.queue import BoundedQueue
 from jetspark.engine.routing import UnicastCollector
 

@@ -39,7 +39,7 @@ from jetspark.core.config import JobConfig, checked_count
 from jetspark.core.dag import DAG
 from jetspark.core.errors import JobFailedError
 from jetspark.core.suppliers import VertexCapability
-from jetspark.engine.outbox import DEFAULT_BATCH_SIZE
+from jetspark.engine.outbox_impl import DEFAULT_BATCH_SIZE
 from jetspark.planning.pipeline import PreparedDag, plan_execution, prepare
 from jetspark.planning.plan import ExecutionPlan
 from jetspark.runners.coordinator import (

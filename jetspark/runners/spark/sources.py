@@ -19,7 +19,7 @@ import functools
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from jetspark.core.context import ProcessorContext
+from jetspark.core.context import SPARK_INPUT_ATTRIBUTE, ProcessorContext
 from jetspark.core.errors import JetsparkError
 from jetspark.core.outbox import Outbox
 from jetspark.core.processor import Processor
@@ -33,7 +33,6 @@ from jetspark.core.watermark import Watermark
 from jetspark.planning.pruning import PartitionPruning
 from jetspark.runners.spark.partition_pruning import only_partitions
 from jetspark.runners.spark.shuffle_in import SourceInput
-from jetspark.runners.spark.task import SPARK_INPUT_ATTRIBUTE
 
 
 class _SparkInputP(Processor):

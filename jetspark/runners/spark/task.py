@@ -27,14 +27,19 @@ from typing import Any
 
 import attrs
 
-from jetspark.core.context import EPOCHS_ATTRIBUTE, RESULTS_ATTRIBUTE, STARTPOINTS_ATTRIBUTE
+from jetspark.core.context import (
+    EPOCHS_ATTRIBUTE,
+    RESULTS_ATTRIBUTE,
+    SPARK_INPUT_ATTRIBUTE,
+    STAGING_ATTRIBUTE,
+    STARTPOINTS_ATTRIBUTE,
+)
 from jetspark.core.errors import JobFailedError
 from jetspark.core.suppliers import VertexCapability
 from jetspark.engine.queue import QueueReceiver, QueueSender
 from jetspark.log_level import apply_log_level
 from jetspark.planning.defs import EdgeDef
 from jetspark.planning.plan import ExecutionPlan, ProcessorId
-from jetspark.processors.staging import STAGING_ATTRIBUTE
 from jetspark.runners.member import MemberExecution
 from jetspark.runners.output import AttemptStaging
 from jetspark.runners.spark.epoch_task import EpochAborted, EpochSpec, EpochTask
@@ -50,10 +55,6 @@ from jetspark.runners.spark.records import (
 )
 from jetspark.runners.spark.shuffle_in import IteratorSourceInput, ShuffleReader, SourceInput
 from jetspark.runners.spark.shuffle_out import CaptureQueue, StreamingResults, TaskOutput
-
-#: Key in `ProcessorContext.attributes` of the Spark data a member's `from_rdd` sources read:
-#: vertex name -> `SourceInput`.
-SPARK_INPUT_ATTRIBUTE = "jetspark.spark.input"
 
 
 @attrs.frozen

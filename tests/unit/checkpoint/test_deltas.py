@@ -13,7 +13,7 @@ from jetspark.checkpoint import CheckpointStore, CorruptSnapshotError, deltas
 from jetspark.checkpoint.entries import Entry
 from jetspark.checkpoint.store import SnapshotFile
 from jetspark.core import BroadcastKey
-from jetspark.engine.outbox import OutboxImpl
+from jetspark.engine.outbox_impl import OutboxImpl
 from jetspark.engine.snapshot import DELETED, SnapshotEntry, entry_partition
 
 FILLER: list[Entry] = [(7, b"x%02d" % i, b"1") for i in range(20)]  # deltas stay small beside it

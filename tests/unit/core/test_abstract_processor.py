@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from jetspark.core import DAG, AbstractProcessor, JobConfig
-from jetspark.engine.outbox import OutboxImpl
+from jetspark.engine.outbox_impl import OutboxImpl
 from jetspark.engine.queue import BoundedQueue
 from jetspark.engine.routing import UnicastCollector
 from jetspark.planning.pipeline import build_plan

@@ -14,7 +14,7 @@ from jetspark.core.errors import ProcessorContractError
 from jetspark.core.outbox import Outbox
 from jetspark.core.traverser import Traverser, traverse_iterable
 from jetspark.core.watermark import Watermark
-from jetspark.engine.outbox import OutboxImpl
+from jetspark.engine.outbox_impl import OutboxImpl
 from jetspark.engine.queue import BoundedQueue
 from jetspark.engine.routing import UnicastCollector
 from tests.queues import drain

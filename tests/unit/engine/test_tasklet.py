@@ -14,7 +14,7 @@ import pytest
 
 from jetspark.core import DAG, AbstractProcessor, JobConfig, Watermark
 from jetspark.core.errors import ProcessorContractError
-from jetspark.engine.outbox import OutboxImpl
+from jetspark.engine.outbox_impl import OutboxImpl
 from jetspark.engine.queue import BoundedQueue
 from jetspark.engine.routing import UnicastCollector
 from jetspark.engine.snapshot import SnapshotContext, decode_entries

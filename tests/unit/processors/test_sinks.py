@@ -16,8 +16,8 @@ from jetspark import processors as P
 from jetspark.core import DAG, Edge, JobConfig, ProcessingGuarantee, RestartableError
 from jetspark.core.context import RESULTS_ATTRIBUTE
 from jetspark.core.errors import DagValidationError, JobFailedError
-from jetspark.engine.inbox import ListInbox
-from jetspark.engine.outbox import OutboxImpl
+from jetspark.engine.list_inbox import ListInbox
+from jetspark.engine.outbox_impl import OutboxImpl
 from jetspark.planning.pipeline import build_plan
 from jetspark.planning.plan import create_processors
 from jetspark.runners.job import JobStatus

@@ -11,8 +11,8 @@ from typing import Any
 from jetspark import processors as P
 from jetspark.core import DAG, JobConfig, ProcessingGuarantee
 from jetspark.core.context import EPOCHS_ATTRIBUTE
-from jetspark.engine.inbox import ListInbox
-from jetspark.engine.outbox import OutboxImpl
+from jetspark.engine.list_inbox import ListInbox
+from jetspark.engine.outbox_impl import OutboxImpl
 from jetspark.engine.snapshot import SnapshotEntry
 from jetspark.planning.pipeline import build_plan
 from jetspark.planning.plan import create_processors

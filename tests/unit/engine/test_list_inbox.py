@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from jetspark.engine.inbox import ListInbox
+from jetspark.engine.list_inbox import ListInbox
 
 
 def filled(items: list[Any]) -> ListInbox:

@@ -11,7 +11,7 @@ import pytest
 from jetspark.core.errors import ProcessorContractError
 from jetspark.core.partitioner import DEFAULT_PARTITION_COUNT, default_partitioner
 from jetspark.core.watermark import IDLE_MESSAGE, Watermark
-from jetspark.engine.outbox import DEFAULT_BATCH_SIZE, OutboxImpl
+from jetspark.engine.outbox_impl import DEFAULT_BATCH_SIZE, OutboxImpl
 from jetspark.engine.queue import BoundedQueue
 from jetspark.engine.routing import BroadcastCollector, DroppingCollector, UnicastCollector
 from jetspark.engine.snapshot import SnapshotEntry, decode_entries
@@ -854,7 +854,7 @@ class FakeClock:
 
 
 def test_backpressure_is_the_time_a_full_queue_held_items_back(monkeypatch: pytest.MonkeyPatch) -> None:
-    import jetspark.engine.outbox as outbox_module
+    import jetspark.engine.outbox_impl as outbox_module
 
     clock = FakeClock()
     monkeypatch.setattr(outbox_module, "time", clock)
