@@ -177,6 +177,21 @@ def to_meta_supplier(supplier: SupplierLike) -> ProcessorMetaSupplier:
     )
 
 
+class FirstMemberOnly(ProcessorMetaSupplier):
+    """One processor, on the lowest-numbered member; the other members run none of the vertex
+    (a source with a single reader, such as a replication slot: Jet's total parallelism one)."""
+
+    def __init__(self, supplier: ProcessorSupplier) -> None:
+        self.supplier = supplier
+
+    def preferred_local_parallelism(self) -> int:
+        return 1
+
+    def get(self, member_indexes: Sequence[int]) -> MemberSuppliers:
+        first = min(member_indexes)
+        return {index: self.supplier if index == first else None for index in member_indexes}
+
+
 def resolve_member_supplier(suppliers: MemberSuppliers, member_index: int) -> ProcessorSupplier | None:
     """Look up a member's supplier in what `ProcessorMetaSupplier.get` returned (mapping or callable)."""
     if isinstance(suppliers, Mapping):

@@ -42,7 +42,7 @@ from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.context import STARTPOINTS_ATTRIBUTE, ProcessorContext
 from jetspark.core.errors import JobFailedError
 from jetspark.core.inbox import Inbox
-from jetspark.core.suppliers import MemberSuppliers, ProcessorMetaSupplier, ProcessorSupplier
+from jetspark.core.suppliers import FirstMemberOnly, ProcessorMetaSupplier, ProcessorSupplier
 from jetspark.core.watermark import BroadcastKey, Watermark
 from jetspark.processors.pgoutput import Decoder, format_lsn, parse_lsn
 
@@ -384,20 +384,6 @@ class _CdcSupplier(ProcessorSupplier):
         return 0  # owned by member 0's first processor, the one that runs
 
 
-class _FirstMemberOnly(ProcessorMetaSupplier):
-    """One processor, on the first member: a replication slot has one reader."""
-
-    def __init__(self, supplier: ProcessorSupplier) -> None:
-        self.supplier = supplier
-
-    def preferred_local_parallelism(self) -> int:
-        return 1
-
-    def get(self, member_indexes: Sequence[int]) -> MemberSuppliers:
-        first = min(member_indexes)
-        return {index: self.supplier if index == first else None for index in member_indexes}
-
-
 def postgres_cdc(
     dsn: str,
     slot: str,
@@ -484,4 +470,4 @@ def postgres_cdc(
         max_changes,
         poll_millis,
     )
-    return _FirstMemberOnly(_CdcSupplier(factory))
+    return FirstMemberOnly(_CdcSupplier(factory))  # a replication slot has one reader

@@ -10,14 +10,13 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import Sequence
 from typing import Any
 
 from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.context import ProcessorContext
 from jetspark.core.dag import DAG
 from jetspark.core.edge import Edge
-from jetspark.core.suppliers import MemberSuppliers, ProcessorMetaSupplier, ProcessorSupplier
+from jetspark.core.suppliers import FirstMemberOnly, ProcessorSupplier
 from jetspark.core.traverser import Traverser, traverse_iterable
 from jetspark.core.watermark import BroadcastKey, Watermark
 from jetspark.processors import collect, map
@@ -280,21 +279,6 @@ class GatedCounter(AbstractProcessor):
 
     def restore_from_snapshot_entry(self, key: Any, value: Any) -> None:
         self.next = value
-
-
-class FirstMemberOnly(ProcessorMetaSupplier):
-    """One processor, on the first member only (like `postgres_cdc`, whose slot has one reader):
-    the other members run no processor of the vertex."""
-
-    def __init__(self, supplier: ProcessorSupplier) -> None:
-        self.supplier = supplier
-
-    def preferred_local_parallelism(self) -> int:
-        return 1
-
-    def get(self, member_indexes: Sequence[int]) -> MemberSuppliers:
-        first = min(member_indexes)
-        return {index: self.supplier if index == first else None for index in member_indexes}
 
 
 def plus_one(x: int) -> int:
