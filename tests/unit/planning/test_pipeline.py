@@ -4,16 +4,15 @@ frozen; each vertex's capabilities are read once into the plan."""
 from __future__ import annotations
 
 import pickle
-from collections.abc import Sequence
 from typing import Any
 
 import attrs
 import cloudpickle
 import pytest
 
-from jetspark.core import DAG, AbstractProcessor, Edge, JobConfig, ProcessorMetaSupplier, ProcessorSupplier
+from jetspark.core import DAG, AbstractProcessor, Edge, JobConfig, ProcessorSupplier
 from jetspark.core.errors import RestartableError
-from jetspark.core.suppliers import MemberSuppliers, VertexCapability
+from jetspark.core.suppliers import FirstMemberOnly, VertexCapability
 from jetspark.planning import pipeline
 from jetspark.planning.explain import explain
 from jetspark.planning.pipeline import build_plan, plan_execution, prepare, replace_meta_suppliers
@@ -91,7 +90,7 @@ def test_a_plan_pickles_as_it_is_and_stays_read_only() -> None:
 
 def test_pruning_narrows_the_draft_and_the_frozen_plan_keeps_the_result() -> None:
     dag = DAG()
-    source = dag.new_vertex("source", _FirstMemberOnly(), 1)
+    source = dag.new_vertex("source", FirstMemberOnly(ProcessorSupplier.of(AbstractProcessor)), 1)
     sink = dag.new_vertex("sink", collect(), 1)
     dag.edge(Edge.between(source, sink))  # local: members without a source processor feed nothing
     plan = build_plan(dag, JobConfig(), 3)
@@ -99,14 +98,6 @@ def test_pruning_narrows_the_draft_and_the_frozen_plan_keeps_the_result() -> Non
     assert plan.vertices["sink"].suppliers[1:] == (None, None)  # pruned: no producer on 1 and 2
     assert [p.vertex for p in plan.pruning.vertices] == ["sink"]
     assert plan.pruning.deployed == (0,)
-
-
-class _FirstMemberOnly(ProcessorMetaSupplier):
-    """A source whose meta supplier gives only member 0 a supplier."""
-
-    def get(self, member_indexes: Sequence[int]) -> MemberSuppliers:
-        supplier = ProcessorSupplier.of(AbstractProcessor)
-        return {m: supplier if m == 0 else None for m in member_indexes}
 
 
 # ---- planned once -----------------------------------------------------------------------------
