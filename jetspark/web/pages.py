@@ -42,8 +42,12 @@ td[data-backpressure="low"] { background: #fff3d1; } td[data-backpressure="high"
 SCRIPT = """
 const fmt = (v) => (v === null || v === undefined) ? '' :
   (typeof v === 'number' ? v.toLocaleString('en-US', {maximumFractionDigits: 1}) : String(v));
+// the snapshot and epoch tables' cells are refilled row by row (`refill`): a job's own field of
+// the same name (its `id`) must not overwrite them
+const REFILLED = '#snapshot-list, #epoch-list';
 function fill(root, data) {
   for (const el of root.querySelectorAll('[data-field]')) {
+    if (el.closest(REFILLED)) continue;
     const value = el.dataset.field.split('.').reduce((o, k) => (o == null ? o : o[k]), data);
     el.textContent = fmt(value);
     if (el.classList.contains('state')) el.className = 'state state-' + value;

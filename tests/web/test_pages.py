@@ -124,6 +124,9 @@ def test_suspend_and_resume_buttons(server: WebServer, page: Any, tmp_path: Path
     assert job.status is JobStatus.SUSPENDED
     assert job.store is not None
     page.wait_for_selector("#snapshot-list tbody tr")
+    # the page's refresh fills the job's own fields (its `id` among them) before it refills the
+    # snapshot rows: filling must leave the rows' cells alone
+    page.evaluate("fill(document.getElementById('job'), {id: 'the job id'})")
     shown = [row.locator("td").all_inner_texts() for row in page.locator("#snapshot-list tbody tr").all()]
     kept = [job.store.load_manifest(job.store.snapshot_dir(i)) for i in job.store.committed_ids()]
     # columns: snapshot, taken, duration (ms), entries, bytes, files
