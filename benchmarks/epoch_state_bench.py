@@ -2,7 +2,7 @@
 
     python benchmarks/epoch_state_bench.py [--keys 1000 1000000] [--items 2e6] [--rate 1e5]
         [--epoch-millis 1000] [--quiet-epochs 8] [--master local[2]] [--skip-throughput]
-        [--changed-keys] [--window] [--save-profile]
+        [--changed-keys | --keyed-state] [--window] [--save-profile]
 
 The job is `examples/streaming_counts.py`'s shape: a generator -> a user's keyed running count
 (`KeyedCount`, an `AbstractProcessor`, key = item % keys) -> `transactional_files`. Two parts,
@@ -18,7 +18,8 @@ each for every `--keys`, in one Spark session:
   (`state_cache_hits` / `state_cache_misses` of the job's metrics, when the runner has them).
 
 With `--changed-keys` the count processor names the keys it changed since its last save
-(`changed_snapshot_keys`), so its snapshots are incremental.
+(`changed_snapshot_keys`, hand-written), so its snapshots are incremental. With `--keyed-state`
+it keeps its counts in a `jetspark.KeyedState` instead (the dict that tracks its changed keys).
 
 With `--window` the fixed-cost part runs a windowed job instead: the built-in
 `aggregate_to_sliding_window` (a count per key in a tumbling window that does not close during
@@ -52,7 +53,7 @@ import pyspy_breakdown
 
 import examples.streaming_counts as streaming_counts
 from examples.streaming_counts import RunningCount, format_row
-from jetspark import DAG, Edge, JobConfig
+from jetspark import DAG, Edge, JobConfig, KeyedState
 from jetspark.core import AbstractProcessor, ProcessingGuarantee
 from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.core.watermark import BroadcastKey
@@ -149,6 +150,23 @@ class ChangedKeyedCount(KeyedCount):
     def changed_snapshot_keys(self) -> set[int]:
         changed, self.changed = self.changed, set()
         return changed
+
+
+class KeyedStateCount(KeyedCount):
+    """`KeyedCount` with its counts in a `KeyedState`: incremental snapshots, no bookkeeping."""
+
+    def __init__(self, keys: int) -> None:
+        super().__init__(keys)
+        self.counts: KeyedState[int, int] = KeyedState()
+
+    def save_to_snapshot(self) -> bool:
+        return self.counts.save(self)
+
+    def restore_from_snapshot_entry(self, key: Any, value: Any) -> None:
+        self.counts.restore(key, value)
+
+    def changed_snapshot_keys(self) -> Any:
+        return self.counts.changed_keys()
 
 
 #: The counting processor: the user's plain one, or (`--changed-keys`) one naming what changed.
@@ -383,6 +401,9 @@ def main() -> None:
     parser.add_argument(
         "--changed-keys", action="store_true", help="the count names its changed keys (incremental snapshots)"
     )
+    parser.add_argument(
+        "--keyed-state", action="store_true", help="the count keeps its counts in a KeyedState (incremental)"
+    )
     parser.add_argument("--save-profile", action="store_true", help="one window processor's saves, no Spark")
     parser.add_argument(
         "--window",
@@ -392,6 +413,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.changed_keys:
         COUNTER[0] = ChangedKeyedCount
+    if args.keyed_state:
+        COUNTER[0] = KeyedStateCount
     if args.save_profile:
         for keys in args.keys:
             save_profile(keys)

@@ -24,6 +24,7 @@ from jetspark.core.errors import ProcessorContractError as ProcessorContractErro
 from jetspark.core.errors import RestartableError as RestartableError
 from jetspark.core.errors import TopologyChangedError as TopologyChangedError
 from jetspark.core.inbox import Inbox as Inbox
+from jetspark.core.keyed_state import KeyedState as KeyedState
 from jetspark.core.outbox import Outbox as Outbox
 from jetspark.core.partitioner import DEFAULT_PARTITION_COUNT as DEFAULT_PARTITION_COUNT
 from jetspark.core.partitioner import Partitioner as Partitioner
@@ -63,6 +64,7 @@ __all__ = [
     "JobConfig",
     "JobFailedError",
     "JobTimeoutError",
+    "KeyedState",
     "MetaSupplierContext",
     "Outbox",
     "ParallelismDecider",

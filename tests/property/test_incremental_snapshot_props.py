@@ -1,6 +1,6 @@
 """Incremental snapshots of the built-in processors give what full snapshots give.
 
-For each built-in with `changed_snapshot_keys`, Hypothesis draws a sequence of item batches,
+For each built-in with `changed_snapshot_keys` (and a user's processor on `KeyedState`), Hypothesis draws a sequence of item batches,
 watermarks and snapshots (some followed by a restore into a fresh processor). The same sequence
 runs three times through the test kit's harness (the real outbox, inbox and watermark coalescer):
 never snapshotted; with full snapshots; and with incremental ones, where a snapshot after the
@@ -25,6 +25,7 @@ from jetspark import processors as P
 from jetspark.core import Watermark
 from jetspark.core.suppliers import SupplierLike
 from jetspark.testing._verify import driven_harness
+from tests.keyed_tally import KeyedTally
 
 ts_of = operator.itemgetter(0)
 key_of = operator.itemgetter(1)
@@ -73,6 +74,7 @@ CASES = {
     "aggregate_by_key stage 2": Case(
         lambda: P.combine_by_key(P.counting()), st.tuples(keys, st.integers(1, 3))
     ),
+    "a user's processor on KeyedState": Case(lambda: KeyedTally, timed),
 }
 
 

@@ -153,6 +153,12 @@ def test_a_cancelled_job_leaves_no_visible_output(spark: Any, tmp_path: Path) ->
     assert spark.sparkContext.getConf().get("spark.python.task.killTimeout") == "0s"
 
 
+def test_the_session_collects_finished_jobs_shuffle_files_every_five_minutes(spark: Any) -> None:
+    """An endless job in short epochs leaves its epochs' shuffle files behind until the driver's
+    JVM collects them; the session jetspark starts forces that every 5 min, not Spark's 30."""
+    assert spark.sparkContext.getConf().get("spark.cleaner.periodicGC.interval") == "5min"
+
+
 def test_a_source_holding_too_much_data_is_refused_at_submit_with_advice(spark: Any) -> None:
     from jetspark.processors import collect, from_iterable
     from jetspark.runners.spark.shipping import check_picklable

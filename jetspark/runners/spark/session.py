@@ -184,6 +184,10 @@ def embedded_conf(master: str) -> dict[str, str]:
         # Kill a cancelled or losing task's Python worker as soon as Spark sees the task killed
         # (default 2s): a cancelled job's processors stop about 0.5 s after cancel(), not 4 s.
         "spark.python.task.killTimeout": "0s",
+        # Spark deletes a finished job's shuffle files when the driver's JVM collects its shuffle
+        # dependency, and forces a full collection only this often (default 30 min): an endless
+        # job in short epochs leaves about half a file per epoch in the scratch space until then.
+        "spark.cleaner.periodicGC.interval": "5min",
         "spark.driver.extraJavaOptions": log4j,
         "spark.executor.extraJavaOptions": log4j,
         **executor_env_conf(),  # `--log-level` in the Python workers of executors
