@@ -13,8 +13,8 @@ each for every `--keys`, in one Spark session:
   EXACTLY_ONCE / NONE, and the EXACTLY_ONCE run's seconds per committed epoch;
 - **fixed cost**: EXACTLY_ONCE only; the source emits `keys` items at once (so the state holds
   every key), then about 20 items a second: the seconds per epoch over `--quiet-epochs` epochs
-  after the first two, minus the configured span, is what an epoch costs beyond its span when
-  the state is large and the input small. The job's state cache is reported too
+  after the first two, minus the sources' span (its mean over those epochs), is what an epoch
+  costs beyond its span when the state is large and the input small. The job's state cache is reported too
   (`state_cache_hits` / `state_cache_misses` of the job's metrics, when the runner has them).
 
 With `--changed-keys` the count processor names the keys it changed since its last save
@@ -280,9 +280,13 @@ def fixed_cost(
                     figures[name] = figures.get(name, 0) + values.get(name, 0)
         finally:
             job.cancel()
+        # the sources' span of each quiet epoch (shortened by what the epochs before took beyond it)
+        spans = [e["span_s"] for e in quiet if e.get("span_s") is not None]
+        span = sum(spans) / len(spans) if spans else epoch_millis / 1000
         return {
             "seconds_per_epoch": per_epoch,
-            "fixed_cost": per_epoch - epoch_millis / 1000,
+            "span": span,
+            "fixed_cost": per_epoch - span,
             "cache_hits": figures.get("state_cache_hits"),
             "cache_misses": figures.get("state_cache_misses"),
             "chained": chained,
@@ -455,7 +459,7 @@ def main() -> None:
             )
             print(
                 f"keys {keys:>9,}  quiet epochs: {fixed['seconds_per_epoch']:6.3f} s/epoch, "
-                f"fixed cost {fixed['fixed_cost'] * 1000:7.0f} ms"
+                f"fixed cost {fixed['fixed_cost'] * 1000:7.0f} ms (span {fixed['span']:.2f} s)"
                 f"  state cache hits {fixed['cache_hits']} misses {fixed['cache_misses']}"
                 f"  driver commit {fixed['commit_ms']:.0f} ms  load {os.getloadavg()[0]:.1f}",
                 flush=True,

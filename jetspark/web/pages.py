@@ -267,6 +267,7 @@ EPOCH_COLUMNS = (
     ("outcome", "outcome"),
     ("time_text", "ended"),
     ("duration_s", "duration (s)"),
+    ("span_s", "sources ran (s)"),
     ("items_in", "items in"),
     ("items_out", "items out"),
     ("state_bytes", "state bytes"),

@@ -49,6 +49,9 @@ class EpochFigures:
     ended: float | None = None
     #: Seconds from its start to its end (for a committed epoch: to the end of its commit).
     duration_s: float | None = None
+    #: Seconds its sources ran before the terminal snapshot (`epoch_span`: the interval less
+    #: what the last epochs took beyond their span).
+    span_s: float | None = None
     #: Items the DAG's sources emitted (once per item, though a source feeding several edges emits
     #: each to every one) and its sinks received in the epoch.
     items_in: int | None = None
@@ -110,8 +113,9 @@ class EpochLedger:
 
     # ---- told by the epoch loop --------------------------------------------------------------
 
-    def started(self, epoch: int, commit_only: bool = False) -> None:
-        """Epoch `epoch` starts (a commit-only pass, at a stop, is no epoch: nothing to count)."""
+    def started(self, epoch: int, commit_only: bool = False, span: float | None = None) -> None:
+        """Epoch `epoch` starts, its sources to run `span` s (a commit-only pass, at a stop, is no
+        epoch: nothing to count)."""
         with self._lock:
             self._end_unfinished()
             if commit_only:
@@ -119,7 +123,8 @@ class EpochLedger:
                 if self._live is not None:
                     self._live.pause()
                 return
-            self._running = (EpochFigures(epoch, RUNNING, self._wall()), self._clock())
+            span_s = None if span is None else round(span, 3)
+            self._running = (EpochFigures(epoch, RUNNING, self._wall(), span_s=span_s), self._clock())
             if self._live is not None:
                 self._live.follow(epoch)
 

@@ -35,6 +35,7 @@ from jetspark.runners.identity import take_back
 from jetspark.runners.job import Capabilities, EpochStats, JobStatus
 from jetspark.runners.member import add_metrics
 from jetspark.runners.snapshot_io import commit_reported
+from jetspark.runners.spark.epoch_span import SpanPolicy
 from jetspark.runners.spark.epoch_stats import EpochLedger
 from jetspark.runners.spark.epoch_tables import EpochTables
 from jetspark.runners.spark.epoch_task import EpochSpec
@@ -107,6 +108,8 @@ class EpochJob(SparkHandle):
         self._completed: set[tuple[str, int]] = set()
         #: Check every file's checksum before the next epoch (after one found a damaged file).
         self._verify = False
+        #: The sources' span of each epoch, so that an epoch lasts about the interval (`epoch_span`).
+        self._spans = SpanPolicy(self.config.snapshot_interval_millis / 1000)
 
     def start_from(self, initial: Manifest | None) -> EpochJob:
         """Start; a job with no committed snapshot of its own starts from `initial` (an export)."""
@@ -250,7 +253,7 @@ class EpochJob(SparkHandle):
         else:
             restore_dir, restore_id = self.initial_dir, self.initial_id
         epoch = self._epoch = restore_id + 1
-        spec = self._spec(restore_dir, restore_id, self.config.snapshot_interval_millis / 1000)
+        spec = self._spec(restore_dir, restore_id, self._spans.next_span())
         try:
             outcome = self._run_epoch(spec)
         except BaseException as failure:
@@ -277,6 +280,7 @@ class EpochJob(SparkHandle):
                 self.tables.stage(epoch, outcome.results)  # `write_epochs` sinks: before the commit
                 with self.ledger.commit(epoch, outcome):
                     self._commit(epoch, outcome)
+                self._spans.committed(spec.span, self.last_committed_epoch[1])  # type: ignore[index]
                 return Step(more=True)
             except Exception as failure:  # LATEST did not move: the epoch is not committed
                 outcome, cause = None, failure
@@ -388,7 +392,7 @@ class EpochJob(SparkHandle):
 
     def _run_epoch(self, spec: EpochSpec) -> DriverReports:
         self.running_epoch = (spec.epoch, time.monotonic())
-        self.ledger.started(spec.epoch, spec.commit_only)
+        self.ledger.started(spec.epoch, spec.commit_only, spec.span)
         final_rdd, persisted = self._build(dumps(spec))
         try:
             with call_site(self.spark.sparkContext, final_rdd.name()):
