@@ -131,8 +131,9 @@ def test_the_rows_of_a_committed_epoch_are_visible_before_the_next_epochs_sink_s
         "the files sink's transactions of the same snapshot are committed too"
     )
     assert seen["temp"] == []
-    assert job.sink_commits.committed["db"] >= 1 and job.sink_commits.committed["files"] >= 1
-    assert job.sink_commits.failed == {}
+    metrics = job.job_metrics()
+    assert metrics["driver_sink_commits"]["db"] >= 1 and metrics["driver_sink_commits"]["files"] >= 1
+    assert metrics["driver_sink_commit_failures"] == {}
 
 
 def test_when_the_driver_cannot_commit_the_next_epochs_restore_commits_as_before(
@@ -142,5 +143,6 @@ def test_when_the_driver_cannot_commit_the_next_epochs_restore_commits_as_before
     assert seen["lines"], "the first committed epoch wrote rows (the source emits all at once)"
     assert seen["rows"] == [] and seen["prepared"], "the db's transactions wait for the restore"
     assert seen["temp"] == [], "the files sink, which the driver reaches, was committed"
-    assert job.sink_commits.failed["db"] >= 1
-    assert "db" not in job.sink_commits.committed
+    metrics = job.job_metrics()
+    assert metrics["driver_sink_commit_failures"]["db"] >= 1
+    assert "db" not in metrics["driver_sink_commits"] and metrics["driver_sink_commits"]["files"] >= 1

@@ -179,11 +179,14 @@ class EpochJob(SparkHandle):
         return out
 
     def job_metrics(self) -> dict[str, Any]:
-        """The job's own figures: epochs committed and aborted, and the last abort causes."""
+        """The job's own figures: epochs committed and aborted, the last abort causes, and per
+        sink vertex the transactions the driver committed and its failed tries (`sink_commits`)."""
         return {
             "epochs_committed": self.epochs_committed,
             "epochs_aborted": self.epochs_aborted,
             "abort_causes": list(self.abort_causes),
+            "driver_sink_commits": dict(self.sink_commits.committed),
+            "driver_sink_commit_failures": dict(self.sink_commits.failed),
         }
 
     def export_snapshot(self, name: str) -> Manifest:
