@@ -18,9 +18,10 @@ from jetspark.core.context import ProcessorContext
 from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.processors.transactional import DEFAULT_MAX_TRANSACTION_ITEMS, TransactionalSinkP
 
-#: Seconds the driver waits for its connection (`open_on_coordinator`): an unreachable server
-#: must not hold up the epochs long.
+#: Seconds the driver waits for its connection (`open_on_coordinator`), and for each statement on
+#: it: an unreachable or stalled server must not hold up the epochs long (the restore commits).
 _CONNECT_TIMEOUT = 5
+_STATEMENT_TIMEOUT = "10s"
 
 
 class _PostgresP(TransactionalSinkP):
@@ -55,6 +56,7 @@ class _PostgresP(TransactionalSinkP):
         except ImportError:
             return False
         self._control = psycopg.connect(self.dsn, autocommit=True, connect_timeout=_CONNECT_TIMEOUT)
+        self._control.execute(f"SET statement_timeout = '{_STATEMENT_TIMEOUT}'")
         return True
 
     def write(self, txn: str, items: list[Any]) -> None:

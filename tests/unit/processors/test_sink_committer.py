@@ -114,6 +114,9 @@ def test_a_postgres_prefix_matches_its_own_processor_only(postgres_dsn: str) -> 
     sink = committer.sink  # type: ignore[attr-defined]
     try:
         assert isinstance(sink, _PostgresP)
+        assert sink._control.execute("SHOW statement_timeout").fetchone() == ("10s",), (
+            "a stalled server must not hold the driver's epoch loop for long"
+        )
         assert sorted(sink.pending("pjob-v-1")) == [gids[0], gids[2]]
         saved = [(BroadcastKey(("txn", 1)), ("pjob-v-1", 0)), (BroadcastKey(("txn", 10)), ("pjob-v-10", 0))]
         assert committer.commit(saved) == 2
