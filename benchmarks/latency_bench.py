@@ -16,7 +16,8 @@ Spark stage (distributed edges):
 - **count**: a user's `AbstractProcessor`, the running count per `seq % keys` (`--keys` keys of
   state), emits `(seq, created, key, n)`.
 - **sink**: `processors.postgres`, one row per event into an unindexed table, in transactions
-  prepared at each snapshot and committed (`COMMIT PREPARED`) when the next epoch restores.
+  prepared at each snapshot and committed (`COMMIT PREPARED`) by the driver right after it
+  commits the epoch (`runners.sink_commits`; before that change: when the next epoch restores).
 
 The server (`tests/postgres_server.py`, or `--dsn`) runs with `track_commit_timestamp=on`, so each
 row's visibility time is the commit time of the transaction that inserted it
@@ -28,8 +29,10 @@ offered and the rate sustained (events created after the warm-up, divided by the
 first of them being created to the last of them being committed; it includes the last events'
 latency), the rate delivered (the same events over the time from the first of them being visible
 to the last: the offered rate when the job keeps up), and the median delay from the
-driver's commit of an epoch to its rows' `COMMIT PREPARED` (the sink commits them when it
-restores in the next epoch).
+driver's commit of an epoch to its rows' `COMMIT PREPARED`.
+
+To compare with another checkout, run this script with `PYTHONPATH=<checkout>` (the Spark
+workers inherit it) from that checkout.
 """
 
 from __future__ import annotations

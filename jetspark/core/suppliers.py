@@ -10,11 +10,30 @@ from __future__ import annotations
 
 import abc
 import enum
-from collections.abc import Callable, Mapping, Sequence
+import functools
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeAlias
 
 from jetspark.core.context import MetaSupplierContext, SupplierContext
 from jetspark.core.processor import Processor
+
+
+class SnapshotCommitter(abc.ABC):
+    """Does on the coordinator, right after a snapshot is committed, what the vertex's processors'
+    `snapshot_commit_finish(True)` does (a sink's prepared transactions made visible), so that a
+    runner whose processors learn of the commit only later (Spark in epochs: at the next epoch's
+    restore) need not wait for them. The processors must still do it themselves, idempotently:
+    the coordinator's commit is an early copy of theirs, never the only one (it may fail, or the
+    coordinator may die before it)."""
+
+    @abc.abstractmethod
+    def commit(self, entries: Iterable[tuple[Any, Any]]) -> int:
+        """Commit what the processors that saved `entries` (the vertex's (key, value) pairs in the
+        committed snapshot) would commit when they restore it; return how many transactions (or
+        other units) it committed. May raise: the processors' restore commits instead."""
+
+    def close(self) -> None:  # noqa: B027
+        """Release what `commit` holds (a connection); called when the job ends or after a failure."""
 
 
 class ProcessorSupplier(abc.ABC):
@@ -38,6 +57,10 @@ class ProcessorSupplier(abc.ABC):
         """What `ProcessorMetaSupplier.of(this).isolated_input_reason()` answers. Default: None."""
         return None
 
+    def snapshot_committer(self, job_id: str, vertex: str) -> SnapshotCommitter | None:
+        """What `ProcessorMetaSupplier.of(this).snapshot_committer()` answers. Default: None."""
+        return None
+
     @staticmethod
     def of(factory: Callable[[], Processor], does_work_without_input: bool = True) -> ProcessorSupplier:
         """A supplier that calls `factory` once per processor. Pass `does_work_without_input=False`
@@ -57,8 +80,26 @@ class _FactorySupplier(ProcessorSupplier):
     def get(self, count: int) -> list[Processor]:
         return [self.factory() for _ in range(count)]
 
+    def snapshot_committer(self, job_id: str, vertex: str) -> SnapshotCommitter | None:
+        """The committer of a processor class that makes one (`snapshot_committer(job_id,
+        vertex)` on the class, as `processors.transactional.TransactionalSinkP` has): the factory
+        must be the class or a `functools.partial` of it, so that no other processor is built
+        on the coordinator just to ask."""
+        kind = _made_class(self.factory)
+        if kind is None or not callable(getattr(kind, "snapshot_committer", None)):
+            return None
+        committer: SnapshotCommitter | None = self.factory().snapshot_committer(job_id, vertex)  # type: ignore[attr-defined]
+        return committer
+
     def __repr__(self) -> str:
         return f"ProcessorSupplier.of({getattr(self.factory, '__qualname__', self.factory)!r})"
+
+
+def _made_class(factory: Callable[[], Processor]) -> type | None:
+    """The class `factory` instantiates, when it is a class or a `functools.partial` of one."""
+    while isinstance(factory, functools.partial):
+        factory = factory.func
+    return factory if isinstance(factory, type) else None
 
 
 MemberSuppliers: TypeAlias = (
@@ -124,6 +165,14 @@ class ProcessorMetaSupplier(abc.ABC):
         when the job could not be planned because a meta supplier's `init` or `get` raised (then
         on every vertex's meta supplier, whether its `init` ran or not)."""
 
+    def snapshot_committer(self, job_id: str, vertex: str) -> SnapshotCommitter | None:
+        """A committer that does on the coordinator, right after each committed snapshot, what
+        this vertex's processors do in `snapshot_commit_finish(True)`, or None (the default: the
+        processors alone do it). Asked once per job, by a runner that would otherwise make the
+        committed output wait (Spark in epochs), with the job's durable id and the vertex's name;
+        it may connect to the external system, and returns None if it cannot reach it."""
+        return None
+
     def isolated_input_reason(self) -> str | None:
         """None (the default), or why each processor of this vertex must hear one upstream
         processor alone, in that processor's order (a watermark generator: items of several
@@ -154,6 +203,9 @@ class _SameEverywhere(ProcessorMetaSupplier):
 
     def isolated_input_reason(self) -> str | None:
         return self.supplier.isolated_input_reason()
+
+    def snapshot_committer(self, job_id: str, vertex: str) -> SnapshotCommitter | None:
+        return self.supplier.snapshot_committer(job_id, vertex)
 
     def get(self, member_indexes: Sequence[int]) -> MemberSuppliers:
         return {index: self.supplier for index in member_indexes}

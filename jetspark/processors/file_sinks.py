@@ -62,6 +62,10 @@ class _FormatSinkP(TransactionalSinkP):
         super().init_processor(context)
         os.makedirs(self.directory, exist_ok=True)
 
+    def open_on_coordinator(self, job_id: str, vertex: str) -> bool:
+        """The driver renames the files when it sees the directory (a shared file system)."""
+        return os.path.isdir(self.directory)
+
     def _temp(self, txn: str, partition: str) -> str:
         return os.path.join(self.directory, f".{txn}@{quote(partition, safe='=')}.tmp")
 

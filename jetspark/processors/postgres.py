@@ -18,6 +18,11 @@ from jetspark.core.context import ProcessorContext
 from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.processors.transactional import DEFAULT_MAX_TRANSACTION_ITEMS, TransactionalSinkP
 
+#: Seconds the driver waits for its connection (`open_on_coordinator`), and for each statement on
+#: it: an unreachable or stalled server must not hold up the epochs long (the restore commits).
+_CONNECT_TIMEOUT = 5
+_STATEMENT_TIMEOUT = "10s"
+
 
 class _PostgresP(TransactionalSinkP):
     def __init__(
@@ -43,6 +48,17 @@ class _PostgresP(TransactionalSinkP):
         self._conn = psycopg.connect(self.dsn, autocommit=True)
         self._control = psycopg.connect(self.dsn, autocommit=True)
 
+    def open_on_coordinator(self, job_id: str, vertex: str) -> bool:
+        """`COMMIT PREPARED` works from any connection: the driver opens the control connection
+        (False without psycopg; a failed connect raises, and the driver tries again later)."""
+        try:
+            import psycopg
+        except ImportError:
+            return False
+        self._control = psycopg.connect(self.dsn, autocommit=True, connect_timeout=_CONNECT_TIMEOUT)
+        self._control.execute(f"SET statement_timeout = '{_STATEMENT_TIMEOUT}'")
+        return True
+
     def write(self, txn: str, items: list[Any]) -> None:
         conn = self._conn
         if not self._in_transaction:
@@ -61,8 +77,16 @@ class _PostgresP(TransactionalSinkP):
     def commit(self, txn: str) -> None:
         from psycopg import sql
 
-        if txn in self.pending(txn):  # not committed yet (a restore may find it committed)
+        if self._is_prepared(txn):  # not committed yet (a restore may find it committed)
             self._control.execute(sql.SQL("COMMIT PREPARED {}").format(sql.Literal(txn)))
+
+    def _is_prepared(self, txn: str) -> bool:
+        return (
+            self._control.execute(
+                "SELECT 1 FROM pg_prepared_xacts WHERE database = current_database() AND gid = %s", (txn,)
+            ).fetchone()
+            is not None
+        )
 
     def rollback(self, txn: str) -> None:
         from psycopg import sql
@@ -70,7 +94,8 @@ class _PostgresP(TransactionalSinkP):
         self._control.execute(sql.SQL("ROLLBACK PREPARED {}").format(sql.Literal(txn)))
 
     def pending(self, prefix: str) -> list[str]:
-        pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        # `<prefix>-%`: processor 1's prefix must not match processor 10's transactions
+        pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "-%"
         rows = self._control.execute(
             "SELECT gid FROM pg_prepared_xacts WHERE database = current_database() AND gid LIKE %s",
             (pattern,),

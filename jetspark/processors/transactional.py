@@ -16,6 +16,15 @@ back one transaction of its external system. A transaction's id is deterministic
   processor now has. The job id is durable (kept in the checkpoint store from the job's first
   submit), so this reaches what any earlier run of the job left. Committing is idempotent: a transaction already committed is
   no longer pending, and is skipped.
+- **On the coordinator** (Spark in epochs, where a restore in the next epoch would commit only
+  after that epoch's span): a subclass whose `pending` and `commit` work from any process
+  overrides `open_on_coordinator`; the driver then builds one instance of the sink from its
+  supplier (`ProcessorSupplier.of(TheClass)` or of a `functools.partial` of it), and right after
+  each snapshot is committed it commits the same transactions the restore would: for each saved
+  `(prefix, seq)`, the pending ones with that prefix up to `seq` (`TransactionCommitter`). The
+  restore still runs and finds them committed; if the coordinator's commit fails, the restore
+  commits them as before. The built-in `postgres`, `transactional_files` and the format file
+  sinks do this.
 - `complete()` commits the rest, except in epochs (`ProcessorContext.in_epochs`): there it returns
   False while anything is uncommitted, so that the epoch's terminal snapshot takes it and the
   driver's commit covers it. Without a processing guarantee there are no snapshots: the open
@@ -28,13 +37,13 @@ import contextlib
 import functools
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import IO, Any
 
 from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.context import ProcessorContext
 from jetspark.core.inbox import Inbox
-from jetspark.core.suppliers import ProcessorSupplier
+from jetspark.core.suppliers import ProcessorSupplier, SnapshotCommitter
 from jetspark.core.watermark import BroadcastKey, Watermark
 
 #: Items an open transaction collects before it is committed, in a job without snapshots.
@@ -86,8 +95,23 @@ class TransactionalSinkP(AbstractProcessor):
         raise NotImplementedError
 
     def pending(self, prefix: str) -> list[str]:
-        """Transactions with `prefix` written or prepared but not committed."""
+        """Transactions `<prefix>-<seq>` written or prepared but not committed."""
         raise NotImplementedError
+
+    def open_on_coordinator(self, job_id: str, vertex: str) -> bool:
+        """Make `pending`, `commit` and `close` work on this instance, built on the coordinator
+        (no `init_processor`, no context) for job `job_id`'s `vertex`, and return True; or return
+        False (the default): the sink commits only from its processors. Return False if the
+        coordinator cannot reach the system at all; raise if it could but failed (it is asked
+        again later)."""
+        return False
+
+    def snapshot_committer(self, job_id: str, vertex: str) -> SnapshotCommitter | None:
+        """A `TransactionCommitter` over this instance, if `open_on_coordinator` says it can."""
+        if not self.open_on_coordinator(job_id, vertex):
+            self.close()
+            return None
+        return TransactionCommitter(self)
 
     # ---- the protocol -----------------------------------------------------------------------
 
@@ -188,6 +212,33 @@ class TransactionalSinkP(AbstractProcessor):
         self.snapshot_commit_finish(True)
 
 
+class TransactionCommitter(SnapshotCommitter):
+    """Commits on the coordinator what a sink's restore commits: for each `(prefix, seq)` the
+    snapshot names, the pending transactions with that prefix up to `seq` (never one after it:
+    those the restore rolls back). Committing is idempotent (a committed transaction is no longer
+    pending), so the restore that follows finds nothing left to do."""
+
+    def __init__(self, sink: TransactionalSinkP) -> None:
+        self.sink = sink
+
+    def commit(self, entries: Iterable[tuple[Any, Any]]) -> int:
+        saved = {
+            value[0]: value[1]
+            for key, value in entries
+            if isinstance(key, BroadcastKey) and isinstance(key.key, tuple) and key.key[:1] == ("txn",)
+        }
+        committed = 0
+        for prefix, seq in sorted(saved.items()):
+            for txn in sorted(self.sink.pending(prefix), key=transaction_seq):
+                if transaction_seq(txn) <= seq:
+                    self.sink.commit(txn)
+                    committed += 1
+        return committed
+
+    def close(self) -> None:
+        self.sink.close()
+
+
 class _TransactionalFilesP(TransactionalSinkP):
     """One file per transaction: written as `.<txn>.tmp`, committed by renaming it to
     `part-<job id>-<processor>-<seq>`; a transaction that wrote nothing leaves no file."""
@@ -198,13 +249,20 @@ class _TransactionalFilesP(TransactionalSinkP):
         self.format_item = format_item
         self._file: IO[str] | None = None
         self._file_txn = ""
+        self._job_id = ""
 
     def is_cooperative(self) -> bool:
         return False  # file system calls may block
 
     def init_processor(self, context: ProcessorContext) -> None:
         super().init_processor(context)
+        self._job_id = context.job_id
         os.makedirs(self.directory, exist_ok=True)
+
+    def open_on_coordinator(self, job_id: str, vertex: str) -> bool:
+        """The driver renames the files when it sees the directory (a shared file system)."""
+        self._job_id = job_id
+        return os.path.isdir(self.directory)
 
     def _temp(self, txn: str) -> str:
         return os.path.join(self.directory, f".{txn}.tmp")
@@ -212,9 +270,8 @@ class _TransactionalFilesP(TransactionalSinkP):
     def _final(self, txn: str) -> str:
         """`part-<job id>-<processor>-<seq>`: the durable job id keeps another run of a job of
         this name (started over) from overwriting this one's committed files."""
-        job_id = self.context.job_id
         return os.path.join(
-            self.directory, f"part-{job_id}-{transaction_index(txn):05d}-{transaction_seq(txn):010d}"
+            self.directory, f"part-{self._job_id}-{transaction_index(txn):05d}-{transaction_seq(txn):010d}"
         )
 
     def write(self, txn: str, items: list[Any]) -> None:

@@ -11,6 +11,8 @@ point, so the test finds the job there by watching the checkpoint root and `pg_p
   epoch 0, after the PostgreSQL sink's task prepared and finished: the epoch cannot end, so no
   `LATEST` is written;
 - `latest`: the driver waits after writing the manifest of a snapshot >= 1, before moving `LATEST`;
+- `sink-commit`: the driver waits after moving `LATEST` to a snapshot >= 1, before it commits
+  the sinks' transactions of it itself (`runners.sink_commits`);
 - `exit`: the driver waits after the job completed, before the process exits;
 - `process`: `Holder` waits in `process` (mid-epoch, in a Python worker whose pid it leaves in
   `process.reached`), so the test can kill that worker and `pyspark.daemon`.
@@ -88,12 +90,27 @@ def hold_latest(holds: str) -> None:
     CheckpointStore._point_latest_at = waiting  # type: ignore[method-assign]
 
 
+def hold_sink_commit(holds: str) -> None:
+    """Hold the driver between LATEST and its own commit of the sinks' transactions."""
+    from jetspark.runners.sink_commits import SinkCommits
+
+    commit = SinkCommits.commit
+
+    def waiting(self: SinkCommits, store: CheckpointStore, manifest: Manifest, partition_count: int) -> None:
+        if manifest.snapshot_id >= 1 and held(holds, "sink-commit"):
+            wait_while_held(holds, "sink-commit")
+        commit(self, store, manifest, partition_count)
+
+    SinkCommits.commit = waiting  # type: ignore[method-assign]
+
+
 def main(spec: dict[str, Any]) -> dict[str, Any]:
     from jetspark.runners.identity import CompletedBefore
     from jetspark.runners.spark import SparkRunner, get_session
 
     holds = spec["holds"]
     hold_latest(holds)
+    hold_sink_commit(holds)
     dag = streaming_dag(spec["out"], spec["count"], spec["rate"], dsn=spec["dsn"])
     counts = dag.get_vertex("counts")
     holder = dag.new_vertex("holder", functools.partial(Holder, holds))

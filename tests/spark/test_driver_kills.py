@@ -162,16 +162,30 @@ def test_killed_after_a_sink_prepared_before_the_first_latest(tmp_path: Path, po
 
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize(
-    "point", ["latest", "exit"], ids=["between-a-manifest-and-its-latest", "after-completion"]
+    "point",
+    ["latest", "sink-commit", "exit"],
+    ids=[
+        "between-a-manifest-and-its-latest",
+        "between-latest-and-the-drivers-sink-commit",
+        "after-completion",
+    ],
 )
 def test_killed_at_a_driver_point(tmp_path: Path, postgres_dsn: str, point: str) -> None:
     """`latest`: the driver is held after writing the manifest of a snapshot >= 1, before moving
-    LATEST; `exit`: after the job completed, before the process exited."""
+    LATEST; `sink-commit`: after moving LATEST, before committing the sinks' transactions of that
+    snapshot itself (the next submit's restore commits them); `exit`: after the job completed,
+    before the process exited."""
     setup = Setup(tmp_path, postgres_dsn)
     setup.kill_at(point, lambda: (setup.holds / f"{point}.reached").exists())
     if point == "latest":
         assert manifests_past_latest(setup.job_dir), "a manifest was written, LATEST not moved"
         assert latest_id(setup.job_dir) >= 0
+        setup.resubmit_until_done()
+    elif point == "sink-commit":
+        committed = latest_id(setup.job_dir)
+        assert committed >= 1 and not manifests_past_latest(setup.job_dir)
+        left = prepared(postgres_dsn)
+        assert left, "the committed snapshot's transactions are still prepared"
         setup.resubmit_until_done()
     else:
         assert json.loads((setup.job_dir / "JOB").read_text())["completed"] is not None

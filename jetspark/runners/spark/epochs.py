@@ -5,7 +5,9 @@ Epoch `e` restores every processor from committed snapshot `e - 1` (which commit
 transactions that snapshot prepared), runs for the epoch's span (`JobConfig.snapshot_interval_millis`)
 and ends with terminal snapshot `e` (see `epoch_task`). The driver commits snapshot `e` only when
 every task of the epoch succeeded at its first attempt: it writes the manifest, then moves
-`LATEST`. Any failure, retry, speculative copy or re-run stage aborts the epoch: its files are
+`LATEST`, and then commits, itself, the transactions of the sinks that can be committed from the
+driver (`runners.sink_commits`: their rows are visible before epoch `e + 1` starts; the restore
+in `e + 1` finds them committed, or commits them if the driver could not). Any failure, retry, speculative copy or re-run stage aborts the epoch: its files are
 deleted, nothing of it is committed, and it runs again from `e - 1` after a back-off; after
 `max_restarts` aborted runs in a row the job fails with the last cause.
 
@@ -34,6 +36,7 @@ from jetspark.runners.coordinator import RestartLoop, Step, Verdict, close_meta_
 from jetspark.runners.identity import take_back
 from jetspark.runners.job import Capabilities, EpochStats, JobStatus
 from jetspark.runners.member import add_metrics
+from jetspark.runners.sink_commits import SinkCommits
 from jetspark.runners.snapshot_io import commit_reported
 from jetspark.runners.spark.epoch_span import SpanPolicy
 from jetspark.runners.spark.epoch_stats import EpochLedger
@@ -110,6 +113,8 @@ class EpochJob(SparkHandle):
         self._verify = False
         #: The sources' span of each epoch, so that an epoch lasts about the interval (`epoch_span`).
         self._spans = SpanPolicy(self.config.snapshot_interval_millis / 1000)
+        #: The sinks' transactions the driver commits right after each committed snapshot.
+        self.sink_commits = SinkCommits(self.job_id, list(plan.vertices), prepared.meta_supplier)
 
     def start_from(self, initial: Manifest | None) -> EpochJob:
         """Start; a job with no committed snapshot of its own starts from `initial` (an export)."""
@@ -177,11 +182,14 @@ class EpochJob(SparkHandle):
         return out
 
     def job_metrics(self) -> dict[str, Any]:
-        """The job's own figures: epochs committed and aborted, and the last abort causes."""
+        """The job's own figures: epochs committed and aborted, the last abort causes, and per
+        sink vertex the transactions the driver committed and its failed tries (`sink_commits`)."""
         return {
             "epochs_committed": self.epochs_committed,
             "epochs_aborted": self.epochs_aborted,
             "abort_causes": list(self.abort_causes),
+            "driver_sink_commits": dict(self.sink_commits.committed),
+            "driver_sink_commit_failures": dict(self.sink_commits.failed),
         }
 
     def export_snapshot(self, name: str) -> Manifest:
@@ -228,6 +236,7 @@ class EpochJob(SparkHandle):
                 drop_side_inputs(self.store)
             except OSError:  # the job's outcome stands
                 _log.exception("job %r: deleting its side inputs' copies failed", self.name)
+        self.sink_commits.close()
         if final is not JobStatus.SUSPENDED:
             close_meta_suppliers(self.dag, error)
             self.ledger.close()
@@ -279,12 +288,16 @@ class EpochJob(SparkHandle):
             try:
                 self.tables.stage(epoch, outcome.results)  # `write_epochs` sinks: before the commit
                 with self.ledger.commit(epoch, outcome):
-                    self._commit(epoch, outcome)
-                self._spans.committed(spec.span, self.last_committed_epoch[1])  # type: ignore[index]
-                return Step(more=True)
+                    committed = self._commit(epoch, outcome)
             except Exception as failure:  # LATEST did not move: the epoch is not committed
                 outcome, cause = None, failure
                 why = f"committing its snapshot failed on the driver: {type(failure).__name__}: {failure}"
+            else:
+                # committed: make the sinks' output of it visible now, not at the next restore
+                self.sink_commits.commit(self.store, committed, self.plan.arrangement.partition_count)
+                started = self.running_epoch[1] if self.running_epoch else time.monotonic()
+                self._spans.committed(spec.span, time.monotonic() - started)
+                return Step(more=True)
         self._abort(epoch)
         if outcome is not None:
             cause = EpochAbortedError(f"job {self.name!r}: {outcome.abort}")
@@ -412,7 +425,7 @@ class EpochJob(SparkHandle):
             for index in range(len(vp.processor_ids()))
         )
 
-    def _commit(self, epoch: int, outcome: DriverReports) -> None:
+    def _commit(self, epoch: int, outcome: DriverReports) -> Manifest:
         completed = self._completed | outcome.completed
         extra = {
             "job_id": self.job_id,
@@ -420,7 +433,7 @@ class EpochJob(SparkHandle):
             "completed": sorted(completed),
             "vertices": sorted(self.plan.vertices),  # `jetspark startpoint set` checks them
         }
-        commit_reported(
+        manifest = commit_reported(
             self.store, epoch, outcome.snapshot_files, self.plan.arrangement.partition_count, extra
         )
         self._completed = completed
@@ -428,6 +441,7 @@ class EpochJob(SparkHandle):
         self.epochs_committed += 1
         started = self.running_epoch[1] if self.running_epoch else time.monotonic()
         self.last_committed_epoch = (epoch, time.monotonic() - started)
+        return manifest
 
     def _keep(self, outcome: DriverReports) -> None:
         """A committed (or the completing) epoch's results and metrics count; an aborted one's not."""
