@@ -65,8 +65,19 @@ def key_bytes(key: Any) -> bytes:
     return b"p" + pickle.dumps(key, protocol=4)
 
 
+#: CRC-32 of the type tags of ints and strs: `crc32(tag + rest) == crc32(rest, crc32(tag))`, so
+#: the two commonest keys hash without building their canonical bytes (a concatenation fewer).
+INT_TAG_CRC = zlib.crc32(b"i")
+STR_TAG_CRC = zlib.crc32(b"s")
+
+
 def stable_hash(key: Any) -> int:
-    """A non-negative 32-bit hash of `key_bytes(key)`."""
+    """A non-negative 32-bit hash of `key_bytes(key)` (an int or a str without a call to it)."""
+    cls = key.__class__
+    if cls is int:
+        return zlib.crc32(b"%d" % key, INT_TAG_CRC)
+    if cls is str:
+        return zlib.crc32(key.encode("utf-8", "surrogatepass"), STR_TAG_CRC)
     return zlib.crc32(key_bytes(key))
 
 
@@ -87,4 +98,9 @@ def whole_item(item: Any) -> Any:
 
 def default_partitioner(key: Any, partition_count: int) -> int:
     """The partitioner used when an edge names none: `stable_hash(key) % partition_count`."""
+    cls = key.__class__  # stable_hash's fast paths, inlined: this runs once per item and entry
+    if cls is int:
+        return zlib.crc32(b"%d" % key, INT_TAG_CRC) % partition_count
+    if cls is str:
+        return zlib.crc32(key.encode("utf-8", "surrogatepass"), STR_TAG_CRC) % partition_count
     return zlib.crc32(key_bytes(key)) % partition_count
