@@ -30,7 +30,9 @@ keys = st.one_of(
     st.tuples(scalars, scalars),
     st.text(max_size=3).map(BroadcastKey),
 )
-values = st.one_of(scalars, st.lists(scalars, max_size=3), st.dictionaries(st.integers(), scalars, max_size=3))
+values = st.one_of(
+    scalars, st.lists(scalars, max_size=3), st.dictionaries(st.integers(), scalars, max_size=3)
+)
 
 
 @settings(max_examples=300, deadline=None)
