@@ -24,8 +24,10 @@ import gc
 import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import jetspark
 from jetspark.checkpoint import CheckpointStore
 from jetspark.core.partitioner import DEFAULT_PARTITION_COUNT
 from jetspark.engine.outbox_impl import OutboxImpl
@@ -127,7 +129,7 @@ def main() -> None:
     print(
         f"keys {args.keys:,} ({args.key_type}): offer {offered:.3f} s ({offered * per:.2f} us/entry), "
         f"encode + write {written:.3f} s ({written * per:.2f} us/entry), "
-        f"restore {restored:.3f} s ({restored * per:.2f} us/entry)",
+        f"restore {restored:.3f} s ({restored * per:.2f} us/entry) [jetspark of {Path(jetspark.__file__).parents[1]}]",
         flush=True,
     )
 
