@@ -13,6 +13,10 @@ value (a count and a sum, as a keyed aggregation saves), the best of `--repeat` 
   `wiring.route_snapshot_entries`, `wiring.restore_entries_for`): what a restore on a
   state-cache miss costs before the processors apply the entries.
 
+With `--window`, first: the CPU seconds of a full save of the built-in sliding window holding
+`--keys` keys (its own loop building a dict per key, then the offers), through the test kit's
+harness, as `epoch_state_bench.py --save-profile` does it but in CPU time.
+
 It uses only APIs older than this benchmark, so a checkout of an earlier commit can be measured
 in the same run: `PYTHONPATH=/path/to/old/checkout python benchmarks/snapshot_entries.py`.
 """
@@ -36,6 +40,8 @@ from jetspark.planning.plan import ExecutionPlan
 from jetspark.runners import snapshot_io, wiring
 
 MEMBERS, LOCAL_PARALLELISM = 2, 2
+#: Items of the window benchmark are their own keys, all in one frame of one window.
+WINDOW_SPAN = 10**15
 KEYS: dict[str, Callable[[int], Any]] = {
     "int": lambda k: k,
     "str": lambda k: f"user-{k}",
@@ -88,6 +94,48 @@ def restore(store: CheckpointStore, manifest: Any) -> int:
     return restored
 
 
+def window_save(keys: int) -> float:
+    """CPU seconds of a full save of the built-in sliding window holding `keys` keys (a count per
+    key, a dict per key as its value: the processor's own loop, then the outbox's offers)."""
+    from jetspark.core.suppliers import ProcessorSupplier
+    from jetspark.processors import WindowPolicy, counting
+    from jetspark.processors.windows import _SlidingWindowP
+    from jetspark.testing._verify import driven_harness
+
+    supplier = ProcessorSupplier.of(
+        lambda: _SlidingWindowP(WindowPolicy.tumbling(WINDOW_SPAN), counting(), 0, _itself, _at_zero)
+    )
+    harness = driven_harness(
+        supplier, inbox_size=4096, outbox_capacity=1024, cooperative_limit=1e9, timeout_seconds=None
+    )
+    for start in range(0, keys, 100_000):
+        harness.feed(0, list(range(start, min(keys, start + 100_000))))
+    processor = harness.instances[0].processor
+    save = processor.save_to_snapshot
+    spent = [0.0]
+
+    def timed_save() -> bool:
+        started = time.process_time()
+        try:
+            return bool(save())
+        finally:
+            spent[0] += time.process_time() - started
+
+    processor.save_to_snapshot = timed_save
+    gc.collect()
+    harness.snapshot(restore=False)
+    harness.close(None)
+    return spent[0]
+
+
+def _itself(item: int) -> int:
+    return item
+
+
+def _at_zero(item: int) -> int:
+    return 0
+
+
 def best(step: Callable[[], Any], repeat: int) -> tuple[float, Any]:
     """The least CPU seconds of this process in `repeat` runs of `step` (garbage collected
     before each), and its result: CPU time, as the machine may be busy with other work."""
@@ -108,7 +156,11 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=1_000_000)
     parser.add_argument("--key-type", choices=sorted(KEYS), default="int")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--window", action="store_true", help="also a full save of a built-in window")
     args = parser.parse_args()
+    if args.window:
+        seconds = min(window_save(args.keys) for _ in range(args.repeat))
+        print(f"keys {args.keys:,}: a window's full save {seconds:.3f} s CPU", flush=True)
     keys = list(map(KEYS[args.key_type], range(args.keys)))
     offered, entries = best(lambda: offer(keys), args.repeat)
     assert len(entries) == args.keys
