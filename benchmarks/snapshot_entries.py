@@ -15,7 +15,8 @@ value (a count and a sum, as a keyed aggregation saves), the best of `--repeat` 
 
 With `--window`, first: the CPU seconds of a full save of the built-in sliding window holding
 `--keys` keys (its own loop building a dict per key, then the offers), through the test kit's
-harness, as `epoch_state_bench.py --save-profile` does it but in CPU time.
+harness, as `epoch_state_bench.py --save-profile` does it but in CPU time, with the collector
+paused around each save call where the engine's tasklet pauses it (`engine/gc_pause.py`).
 
 It uses only APIs older than this benchmark, so a checkout of an earlier commit can be measured
 in the same run: `PYTHONPATH=/path/to/old/checkout python benchmarks/snapshot_entries.py`.
@@ -24,6 +25,7 @@ in the same run: `PYTHONPATH=/path/to/old/checkout python benchmarks/snapshot_en
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import tempfile
 import time
@@ -113,15 +115,20 @@ def window_save(keys: int) -> float:
     processor = harness.instances[0].processor
     save = processor.save_to_snapshot
     spent = [0.0]
+    try:  # the harness calls the save itself: pause the collector where the engine's tasklet does
+        from jetspark.engine.gc_pause import gc_paused as around_save
+    except ImportError:  # a checkout from before the pause: its tasklet calls the save as is
+        around_save = contextlib.nullcontext  # type: ignore[assignment]
 
     def timed_save() -> bool:
         started = time.process_time()
         try:
-            return bool(save())
+            with around_save():
+                return bool(save())
         finally:
             spent[0] += time.process_time() - started
 
-    processor.save_to_snapshot = timed_save
+    processor.save_to_snapshot = timed_save  # type: ignore[method-assign]
     gc.collect()
     harness.snapshot(restore=False)
     harness.close(None)
