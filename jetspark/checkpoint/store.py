@@ -25,6 +25,7 @@ run id, so a restarted epoch claims afresh; the driver forgets a run's markers w
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 import re
@@ -442,15 +443,22 @@ class CheckpointStore:
         """The entries of `vertex`, only of `partitions` if given (-1 is the broadcast partition).
 
         Each segment read is checked against its CRC-32; a whole file read, against its SHA-256.
+        The entries come a segment (a list) at a time, joined by `chain`: no generator step per
+        entry.
         """
         wanted = None if partitions is None else frozenset(partitions)
+        return itertools.chain.from_iterable(self._chunks(manifest, vertex, wanted))
+
+    def _chunks(
+        self, manifest: Manifest, vertex: str, wanted: frozenset[int] | None
+    ) -> Iterator[Iterable[Entry]]:
         for file in manifest.files:
             if file.vertex != vertex:
                 continue
             if file.chain:
-                yield from self._read_file(manifest.directory, file, wanted)
+                yield self._read_file(manifest.directory, file, wanted)
             else:
-                yield from self._read_one(manifest.directory, file, wanted)
+                yield from self._segments(manifest.directory, file, wanted)
 
     def _read_file(
         self, directory: str, file: SnapshotFile, wanted: frozenset[int] | None
@@ -463,6 +471,12 @@ class CheckpointStore:
         return merge(layers)
 
     def _read_one(self, directory: str, file: SnapshotFile, wanted: frozenset[int] | None) -> Iterator[Entry]:
+        return itertools.chain.from_iterable(self._segments(directory, file, wanted))
+
+    def _segments(
+        self, directory: str, file: SnapshotFile, wanted: frozenset[int] | None
+    ) -> Iterator[list[Entry]]:
+        """The entries of each segment of one file (of the `wanted` partitions), as read."""
         path = f"{directory}/{file.name}"
         if wanted is None:
             data = self._cat(path)
@@ -471,7 +485,7 @@ class CheckpointStore:
                     raise CorruptSnapshotError(path, f"is truncated ({len(data)} of {file.size} bytes)")
                 raise CorruptSnapshotError(path, "fails its SHA-256 check")
             for segment in file.segments:
-                yield from decode_segment(
+                yield decode_segment(
                     data[segment.offset : segment.offset + segment.length], segment, path, file.layout
                 )
             return
@@ -480,7 +494,7 @@ class CheckpointStore:
             data = self._cat(path, start, end)
             for segment in run:
                 offset = segment.offset - start
-                yield from decode_segment(data[offset : offset + segment.length], segment, path, file.layout)
+                yield decode_segment(data[offset : offset + segment.length], segment, path, file.layout)
 
     # ---- internals ------------------------------------------------------------------------
 
