@@ -6,7 +6,8 @@ Three steps, each timed alone (CPU seconds of this process) over `--keys` entrie
 value (a count and a sum, as a keyed aggregation saves), the best of `--repeat` runs:
 
 - `offer`: the entries offered through the engine's outbox (`OutboxImpl.offer_to_snapshot`:
-  the key's partition, key and value pickled), 1,024 at a time as a tasklet flushes them;
+  the key's partition, key and value pickled), 1,024 a call as a tasklet's save calls make them
+  (with the collector paused around each call where the tasklet pauses it: `engine/gc_pause.py`);
 - `encode + write`: the vertex's file written and committed (`snapshot_io.commit_snapshot`);
 - `restore`: the file read and checked, its entries decoded, routed to the processor that owns
   their partition (2 members x 2 processors) and unpickled for each (`snapshot_io.read_snapshot`,
@@ -41,6 +42,11 @@ from jetspark.engine.snapshot import SnapshotEntry
 from jetspark.planning.plan import ExecutionPlan
 from jetspark.runners import snapshot_io, wiring
 
+try:  # a save call runs with the collector paused where the engine's tasklet pauses it
+    from jetspark.engine.gc_pause import gc_paused as around_save
+except ImportError:  # a checkout from before the pause: its tasklet calls the save as is
+    around_save = contextlib.nullcontext  # type: ignore[assignment]
+
 MEMBERS, LOCAL_PARALLELISM = 2, 2
 #: Items of the window benchmark are their own keys, all in one frame of one window.
 WINDOW_SPAN = 10**15
@@ -52,19 +58,18 @@ KEYS: dict[str, Callable[[int], Any]] = {
 
 
 def offer(keys: list[Any]) -> list[SnapshotEntry]:
-    """Every key offered to the snapshot through an outbox, flushed 1,024 at a time."""
+    """Every key offered to the snapshot through an outbox, as a tasklet's `save_to_snapshot`
+    calls do: offers until one is refused (1,024 a call), then the flush that ends the call."""
     saved: list[SnapshotEntry] = []
     outbox = OutboxImpl([], "bench", 1024, saved.extend, DEFAULT_PARTITION_COUNT)
     outbox.allow_snapshot_offers("save_to_snapshot")
     put = outbox.offer_to_snapshot
     index, count = 0, len(keys)
     while index < count:
-        key = keys[index]
-        if put(key, (index, index * 2)):
-            index += 1
-        else:  # what the tasklet does after the call: flush, then the same offer again
-            outbox.flush()
-    outbox.flush()
+        with around_save():
+            while index < count and put(keys[index], (index, index * 2)):
+                index += 1
+        outbox.flush()
     return saved
 
 
@@ -115,10 +120,6 @@ def window_save(keys: int) -> float:
     processor = harness.instances[0].processor
     save = processor.save_to_snapshot
     spent = [0.0]
-    try:  # the harness calls the save itself: pause the collector where the engine's tasklet does
-        from jetspark.engine.gc_pause import gc_paused as around_save
-    except ImportError:  # a checkout from before the pause: its tasklet calls the save as is
-        around_save = contextlib.nullcontext  # type: ignore[assignment]
 
     def timed_save() -> bool:
         started = time.process_time()
