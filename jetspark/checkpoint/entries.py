@@ -5,11 +5,12 @@ The file is a magic header, then the entries of each partition back to back (a *
 layouts of a segment exist; the manifest names a file's (`SnapshotFile.layout`, 1 when absent):
 
     layout 1, b"JSPKSNP1" | for each entry: partition (>i), key length (>I), value length (>I), key, value
-    layout 2, b"JSPKSNP2" | entry count n (>I) | n x (key length (>I), value length (>I)) | n x (key, value)
+    layout 2, b"JSPKSNP2" | entry count n (>I) | n key lengths (>I) | n value lengths (>I) | n keys | n values
 
-Layout 2, written since the second, puts a segment's lengths in one table, so a restore finds
-every entry's bytes with a few C-level passes (the table unpacked as an array, its running sums,
-slices) instead of a Python step per entry; the partition is the segment's own. Layout 1 files
+Layout 2, written now, puts a segment's lengths in one table, so a restore finds every entry's
+bytes with a few C-level passes (the table unpacked as an array, its running sums, slices)
+instead of a Python step per entry, and `encode` writes it without interleaving anything; the
+partition is the segment's own. Layout 1 files
 (earlier releases) still read.
 
 Each segment's offset, length and CRC-32 go to the manifest, so a processor reads only the
@@ -107,16 +108,15 @@ def _segment_1(partition: int, keys: list[bytes], values: list[bytes]) -> bytes:
 
 
 def _segment_2(partition: int, keys: list[bytes], values: list[bytes]) -> bytes:
-    count = len(keys)
-    lengths = array(_U32, bytes(8 * count))
-    lengths[0::2] = array(_U32, map(len, keys))
-    lengths[1::2] = array(_U32, map(len, values))
+    key_lengths = array(_U32, map(len, keys))
+    value_lengths = array(_U32, map(len, values))
     if _SWAP:
-        lengths.byteswap()
-    pieces: list[bytes] = [b""] * (2 * count)
-    pieces[0::2] = keys
-    pieces[1::2] = values
-    return b"".join((_COUNT.pack(count), lengths.tobytes(), *pieces))
+        key_lengths.byteswap()
+        value_lengths.byteswap()
+    parts = [_COUNT.pack(len(keys)), key_lengths.tobytes(), value_lengths.tobytes()]
+    parts += keys
+    parts += values
+    return b"".join(parts)
 
 
 def decode_segment(body: bytes, segment: Segment, path: str, layout: int = 1) -> list[Entry]:
@@ -167,11 +167,15 @@ def _decode_2(body: bytes, partition: int) -> list[Entry] | None:
     lengths.frombytes(body[_COUNT.size : table_end])
     if _SWAP:
         lengths.byteswap()
-    bounds = list(itertools.accumulate(lengths, initial=table_end))  # where each key and value ends
-    if bounds[-1] != len(body):
+    # The keys and then the values lie back to back in the order of the table: its running
+    # sums are where each one ends.
+    ends = list(itertools.accumulate(lengths, initial=table_end))
+    if ends[-1] != len(body):
         return None
-    pieces = list(map(body.__getitem__, map(slice, bounds, itertools.islice(bounds, 1, None))))
-    return list(zip(itertools.repeat(partition, count), pieces[0::2], pieces[1::2]))
+    cut = body.__getitem__
+    keys = map(cut, map(slice, ends[:count], ends[1 : count + 1]))
+    values = map(cut, map(slice, ends[count : 2 * count], ends[count + 1 :]))
+    return list(zip(itertools.repeat(partition, count), keys, values))
 
 
 def wanted_ranges(segments: Sequence[Segment], partitions: frozenset[int] | None) -> list[list[Segment]]:

@@ -66,11 +66,11 @@ def test_layout_1_is_header_key_value_per_entry() -> None:
     assert encoded.data == MAGIC + header.pack(-1, 1, 0) + b"b" + header.pack(3, 1, 2) + b"kvv"
 
 
-def test_layout_2_is_a_count_a_length_table_then_keys_and_values() -> None:
+def test_layout_2_is_a_count_the_key_then_value_lengths_then_the_keys_then_the_values() -> None:
     encoded = encode([(3, b"k", b"vv"), (-1, b"b", b""), (3, b"", b"x")], 2)
     u32 = struct.Struct(">I")
     broadcast = u32.pack(1) + u32.pack(1) + u32.pack(0) + b"b"
-    keyed = u32.pack(2) + u32.pack(1) + u32.pack(2) + u32.pack(0) + u32.pack(1) + b"kvv" + b"x"
+    keyed = u32.pack(2) + u32.pack(1) + u32.pack(0) + u32.pack(2) + u32.pack(1) + b"k" + b"vvx"
     assert encoded.data == MAGIC_2 + broadcast + keyed
 
 
