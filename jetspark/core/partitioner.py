@@ -27,6 +27,7 @@ import zlib
 from typing import Any, Protocol
 
 DEFAULT_PARTITION_COUNT = 271
+_LENGTH = struct.Struct(">I")
 
 
 def key_bytes(key: Any) -> bytes:
@@ -43,9 +44,19 @@ def key_bytes(key: Any) -> bytes:
     if cls is bytes:
         raw: bytes = key
         return b"b" + raw
-    if cls is tuple:
-        parts = [key_bytes(part) for part in key]
-        return b"t" + b"".join(struct.pack(">I", len(p)) + p for p in parts)
+    if cls is tuple:  # composite keys are common: their int and str parts without a call
+        pieces = [b"t"]
+        for part in key:
+            kind = part.__class__
+            if kind is str:
+                encoded = b"s" + part.encode("utf-8", "surrogatepass")
+            elif kind is int:
+                encoded = b"i%d" % part
+            else:
+                encoded = key_bytes(part)
+            pieces.append(_LENGTH.pack(len(encoded)))
+            pieces.append(encoded)
+        return b"".join(pieces)
     if cls is bool:
         return b"i1" if key else b"i0"  # True == 1 (and groups with it in a dict): same partition
     if key is None:

@@ -36,6 +36,7 @@ from typing import Any
 from jetspark.core.errors import ProcessorContractError
 from jetspark.core.outbox import Outbox
 from jetspark.core.partitioner import DEFAULT_PARTITION_COUNT, INT_TAG_CRC, STR_TAG_CRC
+from jetspark.core.partitioner import key_bytes as canonical_bytes
 from jetspark.core.watermark import IDLE_TIMESTAMP, BroadcastKey, Watermark
 from jetspark.engine.routing import OutboundCollector
 from jetspark.engine.snapshot import SnapshotEntry, entry_partition
@@ -219,25 +220,28 @@ class OutboxImpl(Outbox):
         return self._offer_to_ordinals(ordinals, item)
 
     def offer_to_snapshot(self, key: Any, value: Any) -> bool:
-        # The common case, a full save of an int or str key with nothing refused, costs the two
-        # pickles, the key's CRC and an append: `_slow` is false exactly when `_check_reoffer`
-        # and `_clear_unfinished` have nothing to do. The partition is `default_partitioner`'s
-        # (`core.partitioner`'s fast paths, inlined; a property test holds them equal).
+        # The common case, a full save of an int, str or tuple key with nothing refused, costs
+        # the two pickles, the key's CRC and an append: `_slow` is false exactly when
+        # `_check_reoffer` and `_clear_unfinished` have nothing to do. The partition is
+        # `default_partitioner`'s (its fast paths, inlined; a property test holds them equal).
+        # Anything that fails goes the checked way, which raises the error naming the key.
         if self._slow or self._snapshot_allowed_in is None or self._snapshot_changed is not None:
             return self._offer_to_snapshot_checked(key, value)
         buffer = self.snapshot_buffer
         cls = key.__class__
-        if len(buffer) >= self.batch_size or (cls is not int and cls is not str):
+        if len(buffer) >= self.batch_size or (cls is not int and cls is not str and cls is not tuple):
             return self._offer_to_snapshot_checked(key, value)
         try:
+            if cls is int:
+                partition = _crc32(b"%d" % key, INT_TAG_CRC) % self._partition_count
+            elif cls is str:
+                partition = _crc32(key.encode("utf-8", "surrogatepass"), STR_TAG_CRC) % self._partition_count
+            else:
+                partition = _crc32(canonical_bytes(key)) % self._partition_count
             key_bytes = _dumps(key, _PROTOCOL)
             value_bytes = _dumps(value, _PROTOCOL)
         except Exception:
-            return self._offer_to_snapshot_checked(key, value)  # it raises the error naming the key
-        if cls is int:
-            partition = _crc32(b"%d" % key, INT_TAG_CRC) % self._partition_count
-        else:
-            partition = _crc32(key.encode("utf-8", "surrogatepass"), STR_TAG_CRC) % self._partition_count
+            return self._offer_to_snapshot_checked(key, value)
         self.snapshot_partitions.add(partition)
         buffer.append(_new_tuple(SnapshotEntry, (partition, key_bytes, value_bytes)))
         return True

@@ -5,11 +5,14 @@ value pickled as `encode_entry` does, so files, routing and restores do not depe
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from jetspark.core.errors import ProcessorContractError
 from jetspark.core.watermark import BroadcastKey
 from jetspark.engine.outbox_impl import OutboxImpl
 from jetspark.engine.snapshot import SnapshotEntry, encode_entry, entry_partition
@@ -58,3 +61,13 @@ def test_offered_entries_are_those_encode_entry_makes(
     assert saved == expected
     assert all(type(entry) is SnapshotEntry for entry in saved)
     assert outbox.snapshot_partitions == {entry.partition for entry in expected}
+
+
+def test_a_tuple_key_that_cannot_be_routed_is_refused_with_the_checked_paths_error() -> None:
+    outbox = OutboxImpl([], "vertex 'v' processor #0", 4, lambda _entries: None)
+    outbox.allow_snapshot_offers("save_to_snapshot")
+    with pytest.raises(ProcessorContractError, match=r"snapshot key \('k', \['x'\]\) cannot be routed"):
+        outbox.offer_to_snapshot(("k", ["x"]), 1)
+    with pytest.raises(ProcessorContractError, match=r"snapshot value for key \('k', 1\) cannot be pickled"):
+        outbox.offer_to_snapshot(("k", 1), threading.Lock())
+    assert outbox.snapshot_buffer == [] and outbox.snapshot_partitions == set()

@@ -203,10 +203,14 @@ def test_bool_keys_share_the_partition_of_the_equal_int() -> None:
         (True, 2755183147),
         (2.0, 1026659217),
         (("a", 1), 2998185358),
+        ((), 2238339752),
+        (("user-7", -3), 1466848347),
+        ((1, ("x", b"y"), None, 2.5, True), 3958870619),
+        (("é\ud800", 10**20, frozenset({1, "a"})), 299231005),
     ],
 )
 def test_stable_hash_is_that_of_earlier_releases(key: object, expected: int) -> None:
-    # Values computed by the release before the int/str fast paths: snapshots and partitions of
+    # Values computed by the release before the int, str and tuple fast paths: snapshots and partitions of
     # jobs written then must route the same now.
     assert stable_hash(key) == expected
     assert default_partitioner(key, 271) == expected % 271
