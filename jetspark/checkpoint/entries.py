@@ -10,8 +10,7 @@ layouts of a segment exist; the manifest names a file's (`SnapshotFile.layout`, 
 Layout 2, written now, puts a segment's lengths in one table, so a restore finds every entry's
 bytes with a few C-level passes (the table unpacked as an array, its running sums, slices)
 instead of a Python step per entry, and `encode` writes it without interleaving anything; the
-partition is the segment's own. Layout 1 files
-(earlier releases) still read.
+partition is the segment's own. Files of layout 1 (earlier releases) still read.
 
 Each segment's offset, length and CRC-32 go to the manifest, so a processor reads only the
 segments of the partitions it owns and checks each one; the whole file has a SHA-256 as well.
