@@ -25,6 +25,7 @@ run id, so a restarted epoch claims afresh; the driver forgets a run's markers w
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 import re
@@ -39,6 +40,7 @@ import fsspec
 from jetspark.checkpoint import atomic
 from jetspark.checkpoint.deltas import merge
 from jetspark.checkpoint.entries import (
+    MAGICS,
     CorruptSnapshotError,
     Entry,
     Segment,
@@ -77,6 +79,8 @@ class SnapshotFile:
     #: An incremental file (`deltas.py`): the files of earlier snapshots of this job it applies
     #: on, as (snapshot id, file), oldest (a full one) first; empty for a full file.
     chain: tuple[tuple[int, SnapshotFile], ...] = ()
+    #: How its segments are laid out (`entries.py`): 1 for files of earlier releases.
+    layout: int = 1
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -87,6 +91,8 @@ class SnapshotFile:
             "entries": self.entry_count,
             "segments": [[s.partition, s.offset, s.length, s.crc32] for s in self.segments],
         }
+        if self.layout != 1:  # a manifest of layout 1 files reads the same as before layout 2
+            body["layout"] = self.layout
         if self.chain:
             body["chain"] = [[snapshot_id, file.to_json()] for snapshot_id, file in self.chain]
         return body
@@ -101,6 +107,7 @@ class SnapshotFile:
             entry_count=int(data["entries"]),
             segments=tuple(Segment(*map(int, s)) for s in data["segments"]),
             chain=tuple((int(i), SnapshotFile.from_json(f)) for i, f in data.get("chain", ())),
+            layout=_layout(data.get("layout", 1)),
         )
 
     def without_chain(self) -> SnapshotFile:
@@ -127,6 +134,12 @@ class Manifest:
 
     def vertices(self) -> set[str]:
         return {f.vertex for f in self.files}
+
+
+def _layout(value: Any) -> int:
+    if value not in MAGICS:
+        raise ValueError(f"snapshot file layout {value!r} is unknown (known: {sorted(MAGICS)})")
+    return int(value)
 
 
 def _body_checksum(body: dict[str, Any]) -> str:
@@ -179,7 +192,14 @@ class CheckpointStore:
         self.fs.makedirs(directory, exist_ok=True)
         atomic.write_file(self.fs, f"{directory}/{name}", encoded.data)
         return SnapshotFile(
-            name, vertex, len(encoded.data), encoded.sha256, encoded.entry_count, encoded.segments, chain
+            name,
+            vertex,
+            len(encoded.data),
+            encoded.sha256,
+            encoded.entry_count,
+            encoded.segments,
+            chain,
+            encoded.layout,
         )
 
     def commit(
@@ -309,6 +329,7 @@ class CheckpointStore:
                     encoded.sha256,
                     encoded.entry_count,
                     encoded.segments,
+                    layout=encoded.layout,
                 )
             else:
                 self.fs.copy(f"{manifest.directory}/{file.name}", f"{staging}/{file.name}")
@@ -422,15 +443,22 @@ class CheckpointStore:
         """The entries of `vertex`, only of `partitions` if given (-1 is the broadcast partition).
 
         Each segment read is checked against its CRC-32; a whole file read, against its SHA-256.
+        The entries come a segment (a list) at a time, joined by `chain`: no generator step per
+        entry.
         """
         wanted = None if partitions is None else frozenset(partitions)
+        return itertools.chain.from_iterable(self._chunks(manifest, vertex, wanted))
+
+    def _chunks(
+        self, manifest: Manifest, vertex: str, wanted: frozenset[int] | None
+    ) -> Iterator[Iterable[Entry]]:
         for file in manifest.files:
             if file.vertex != vertex:
                 continue
             if file.chain:
-                yield from self._read_file(manifest.directory, file, wanted)
+                yield self._read_file(manifest.directory, file, wanted)
             else:
-                yield from self._read_one(manifest.directory, file, wanted)
+                yield from self._segments(manifest.directory, file, wanted)
 
     def _read_file(
         self, directory: str, file: SnapshotFile, wanted: frozenset[int] | None
@@ -443,6 +471,12 @@ class CheckpointStore:
         return merge(layers)
 
     def _read_one(self, directory: str, file: SnapshotFile, wanted: frozenset[int] | None) -> Iterator[Entry]:
+        return itertools.chain.from_iterable(self._segments(directory, file, wanted))
+
+    def _segments(
+        self, directory: str, file: SnapshotFile, wanted: frozenset[int] | None
+    ) -> Iterator[list[Entry]]:
+        """The entries of each segment of one file (of the `wanted` partitions), as read."""
         path = f"{directory}/{file.name}"
         if wanted is None:
             data = self._cat(path)
@@ -451,8 +485,8 @@ class CheckpointStore:
                     raise CorruptSnapshotError(path, f"is truncated ({len(data)} of {file.size} bytes)")
                 raise CorruptSnapshotError(path, "fails its SHA-256 check")
             for segment in file.segments:
-                yield from decode_segment(
-                    data[segment.offset : segment.offset + segment.length], segment, path
+                yield decode_segment(
+                    data[segment.offset : segment.offset + segment.length], segment, path, file.layout
                 )
             return
         for run in wanted_ranges(file.segments, wanted):
@@ -460,7 +494,7 @@ class CheckpointStore:
             data = self._cat(path, start, end)
             for segment in run:
                 offset = segment.offset - start
-                yield from decode_segment(data[offset : offset + segment.length], segment, path)
+                yield decode_segment(data[offset : offset + segment.length], segment, path, file.layout)
 
     # ---- internals ------------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ import zlib
 from typing import Any, Protocol
 
 DEFAULT_PARTITION_COUNT = 271
+_LENGTH = struct.Struct(">I")
 
 
 def key_bytes(key: Any) -> bytes:
@@ -43,9 +44,19 @@ def key_bytes(key: Any) -> bytes:
     if cls is bytes:
         raw: bytes = key
         return b"b" + raw
-    if cls is tuple:
-        parts = [key_bytes(part) for part in key]
-        return b"t" + b"".join(struct.pack(">I", len(p)) + p for p in parts)
+    if cls is tuple:  # composite keys are common: their int and str parts without a call
+        pieces = [b"t"]
+        for part in key:
+            kind = part.__class__
+            if kind is str:
+                encoded = b"s" + part.encode("utf-8", "surrogatepass")
+            elif kind is int:
+                encoded = b"i%d" % part
+            else:
+                encoded = key_bytes(part)
+            pieces.append(_LENGTH.pack(len(encoded)))
+            pieces.append(encoded)
+        return b"".join(pieces)
     if cls is bool:
         return b"i1" if key else b"i0"  # True == 1 (and groups with it in a dict): same partition
     if key is None:
@@ -65,8 +76,19 @@ def key_bytes(key: Any) -> bytes:
     return b"p" + pickle.dumps(key, protocol=4)
 
 
+#: CRC-32 of the type tags of ints and strs: `crc32(tag + rest) == crc32(rest, crc32(tag))`, so
+#: the two commonest keys hash without building their canonical bytes (a concatenation fewer).
+INT_TAG_CRC = zlib.crc32(b"i")
+STR_TAG_CRC = zlib.crc32(b"s")
+
+
 def stable_hash(key: Any) -> int:
-    """A non-negative 32-bit hash of `key_bytes(key)`."""
+    """A non-negative 32-bit hash of `key_bytes(key)` (an int or a str without a call to it)."""
+    cls = key.__class__
+    if cls is int:
+        return zlib.crc32(b"%d" % key, INT_TAG_CRC)
+    if cls is str:
+        return zlib.crc32(key.encode("utf-8", "surrogatepass"), STR_TAG_CRC)
     return zlib.crc32(key_bytes(key))
 
 
@@ -87,4 +109,9 @@ def whole_item(item: Any) -> Any:
 
 def default_partitioner(key: Any, partition_count: int) -> int:
     """The partitioner used when an edge names none: `stable_hash(key) % partition_count`."""
+    cls = key.__class__  # stable_hash's fast paths, inlined: this runs once per item and entry
+    if cls is int:
+        return zlib.crc32(b"%d" % key, INT_TAG_CRC) % partition_count
+    if cls is str:
+        return zlib.crc32(key.encode("utf-8", "surrogatepass"), STR_TAG_CRC) % partition_count
     return zlib.crc32(key_bytes(key)) % partition_count

@@ -28,18 +28,25 @@ from __future__ import annotations
 import pickle
 import reprlib
 import time
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from itertools import islice
 from typing import Any
 
 from jetspark.core.errors import ProcessorContractError
 from jetspark.core.outbox import Outbox
-from jetspark.core.partitioner import DEFAULT_PARTITION_COUNT
+from jetspark.core.partitioner import DEFAULT_PARTITION_COUNT, INT_TAG_CRC, STR_TAG_CRC
+from jetspark.core.partitioner import key_bytes as canonical_bytes
 from jetspark.core.watermark import IDLE_TIMESTAMP, BroadcastKey, Watermark
 from jetspark.engine.routing import OutboundCollector
 from jetspark.engine.snapshot import SnapshotEntry, entry_partition
 
 _NOTHING: Any = object()
+_dumps = pickle.dumps
+_PROTOCOL = pickle.HIGHEST_PROTOCOL
+_crc32 = zlib.crc32
+#: `SnapshotEntry(...)` without its Python-level `__new__` (a NamedTuple's is a lambda).
+_new_tuple = tuple.__new__
 _NONE_TYPE = type(None)
 #: Classes `offer_from`'s copy into the buffer must not take: they need `offer`'s handling.
 _NOT_PLAIN = frozenset((_NONE_TYPE, Watermark))
@@ -213,6 +220,35 @@ class OutboxImpl(Outbox):
         return self._offer_to_ordinals(ordinals, item)
 
     def offer_to_snapshot(self, key: Any, value: Any) -> bool:
+        # The common case, a full save of an int, str or tuple key with nothing refused, costs
+        # the two pickles, the key's CRC and an append: `_slow` is false exactly when
+        # `_check_reoffer` and `_clear_unfinished` have nothing to do. The partition is
+        # `default_partitioner`'s (its fast paths, inlined; a property test holds them equal).
+        # Anything that fails goes the checked way, which raises the error naming the key.
+        if self._slow or self._snapshot_allowed_in is None or self._snapshot_changed is not None:
+            return self._offer_to_snapshot_checked(key, value)
+        buffer = self.snapshot_buffer
+        cls = key.__class__
+        if len(buffer) >= self.batch_size or (cls is not int and cls is not str and cls is not tuple):
+            return self._offer_to_snapshot_checked(key, value)
+        try:
+            if cls is int:
+                partition = _crc32(b"%d" % key, INT_TAG_CRC) % self._partition_count
+            elif cls is str:
+                partition = _crc32(key.encode("utf-8", "surrogatepass"), STR_TAG_CRC) % self._partition_count
+            else:
+                partition = _crc32(canonical_bytes(key)) % self._partition_count
+            key_bytes = _dumps(key, _PROTOCOL)
+            value_bytes = _dumps(value, _PROTOCOL)
+        except Exception:
+            return self._offer_to_snapshot_checked(key, value)
+        self.snapshot_partitions.add(partition)
+        buffer.append(_new_tuple(SnapshotEntry, (partition, key_bytes, value_bytes)))
+        return True
+
+    def _offer_to_snapshot_checked(self, key: Any, value: Any) -> bool:
+        """`offer_to_snapshot` with every check: a refused or forbidden offer, an incremental
+        save, a key of any type."""
         if self._snapshot_allowed_in is None:
             raise ProcessorContractError(
                 f"{self.owner}: offer_to_snapshot() is allowed only from save_to_snapshot() and "
@@ -238,20 +274,19 @@ class OutboxImpl(Outbox):
                 f"{self.owner}: snapshot key {key!r} cannot be routed to a partition on restore: {error}"
             ) from error
         try:
-            key_bytes = pickle.dumps(key, protocol=pickle.HIGHEST_PROTOCOL)
+            key_bytes = _dumps(key, _PROTOCOL)
         except Exception as error:
             raise ProcessorContractError(
                 f"{self.owner}: snapshot key {key!r} cannot be pickled: {error}"
             ) from error
         try:
-            value_bytes = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+            value_bytes = _dumps(value, _PROTOCOL)
         except Exception as error:
             raise ProcessorContractError(
                 f"{self.owner}: snapshot value for key {key!r} cannot be pickled: {error}"
             ) from error
-        entry = SnapshotEntry(partition, key_bytes, value_bytes)
         self.snapshot_partitions.add(partition)
-        self.snapshot_buffer.append(entry)
+        self.snapshot_buffer.append(_new_tuple(SnapshotEntry, (partition, key_bytes, value_bytes)))
         self._clear_unfinished()
         return True
 

@@ -10,6 +10,7 @@ coordinator stores the snapshot) and phase 2 is requested; tasklets that took pa
 
 from __future__ import annotations
 
+import operator
 import pickle
 import threading
 from collections.abc import Callable, Iterable
@@ -20,6 +21,7 @@ import attrs
 from jetspark.core.errors import ProcessorContractError
 from jetspark.core.partitioner import default_partitioner
 from jetspark.core.watermark import BroadcastKey
+from jetspark.engine.gc_pause import gc_paused
 
 #: The partition of an entry whose key is a `BroadcastKey`: restored by every processor.
 BROADCAST_PARTITION = -1
@@ -71,8 +73,16 @@ def encode_entry(key: Any, value: Any, partition: int) -> SnapshotEntry:
     return SnapshotEntry(partition, pickle.dumps(key, protocol), pickle.dumps(value, protocol))
 
 
+_KEY, _VALUE = operator.itemgetter(1), operator.itemgetter(2)
+
+
 def decode_entries(entries: Iterable[SnapshotEntry]) -> list[tuple[Any, Any]]:
-    return [entry.decode() for entry in entries]
+    """Fresh (key, value) objects of `entries`, unpickled by C-level loops (`map`, `zip`): a
+    restore on a cache miss unpickles every entry of the member's share."""
+    loads = pickle.loads
+    with gc_paused():
+        listed = entries if isinstance(entries, list) else list(entries)
+        return list(zip(map(loads, map(_KEY, listed)), map(loads, map(_VALUE, listed))))
 
 
 #: vertex name -> entries, from every processor of the vertex.

@@ -45,6 +45,7 @@ from jetspark.core.errors import ProcessorContractError, not_a_bool
 from jetspark.core.processor import Processor
 from jetspark.core.watermark import Watermark
 from jetspark.engine.coalescer import WatermarkCoalescer
+from jetspark.engine.gc_pause import gc_paused
 from jetspark.engine.inbound import InboundStream
 from jetspark.engine.list_inbox import ListInbox
 from jetspark.engine.outbox_impl import OutboxImpl
@@ -527,7 +528,10 @@ class ProcessorTasklet:
             self._begin_save()
         self.outbox.allow_snapshot_offers("save_to_snapshot")
         try:
-            done = self.processor.save_to_snapshot()
+            # A full save builds an object or two per key (the built-ins' first call builds all
+            # of them): with the collector paused, a quarter less CPU (`gc_pause`).
+            with gc_paused():
+                done = self.processor.save_to_snapshot()
         finally:
             self.outbox.allow_snapshot_offers(None)
         if done is not True and done is not False:

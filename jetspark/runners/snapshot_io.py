@@ -27,12 +27,15 @@ got it): the store comes in as an argument.
 from __future__ import annotations
 
 import functools
+import itertools
+import operator
 import re
 from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from jetspark.engine.gc_pause import gc_paused
 from jetspark.engine.snapshot import (
     BROADCAST_PARTITION,
     Snapshot,
@@ -46,6 +49,10 @@ if TYPE_CHECKING:
     from jetspark.checkpoint import CheckpointStore, Manifest
     from jetspark.checkpoint.store import SnapshotFile
     from jetspark.planning.plan import ExecutionPlan
+
+_PARTITION = operator.itemgetter(0)
+#: A read entry as a `SnapshotEntry`, without the Python-level `_make` per entry.
+_as_entry = functools.partial(tuple.__new__, SnapshotEntry)
 
 #: An incremental file's chain (`checkpoint.deltas`): (snapshot id, file), oldest first.
 Chain = tuple[tuple[int, "SnapshotFile"], ...]
@@ -70,11 +77,13 @@ def route_entries(
     owners = _owners(arrangement, local_parallelism)
     keyed: dict[int, list[SnapshotEntry]] = {}
     broadcast: list[SnapshotEntry] = []
-    for entry in entries:
-        if entry.partition == BROADCAST_PARTITION:
-            broadcast.append(entry)
+    # A run of one partition at a time (a file's segments hold one each): a Python step per
+    # run, not per entry.
+    for partition, run in itertools.groupby(entries, key=_PARTITION):
+        if partition == BROADCAST_PARTITION:
+            broadcast.extend(run)
         else:
-            keyed.setdefault(owners[entry.partition], []).append(entry)
+            keyed.setdefault(owners[partition], []).extend(run)
     return keyed, broadcast
 
 
@@ -288,10 +297,9 @@ def _entries(
     """`vertex`'s entries of the partitions `wanted` (None: all), checked as they are read, each
     with its key's partition under `partition_count`."""
     if manifest.partition_count == partition_count:
-        return [SnapshotEntry._make(raw) for raw in store.read(manifest, vertex, wanted)]
-    entries = [
-        _repartitioned(SnapshotEntry._make(raw), partition_count) for raw in store.read(manifest, vertex)
-    ]
+        with gc_paused():
+            return list(map(_as_entry, store.read(manifest, vertex, wanted)))
+    entries = [_repartitioned(_as_entry(raw), partition_count) for raw in store.read(manifest, vertex)]
     return entries if wanted is None else [e for e in entries if e.partition in wanted]
 
 
