@@ -198,6 +198,10 @@ def _config(guarantee: ProcessingGuarantee, epoch_millis: int, work: str) -> Job
     )
 
 
+#: The state cache's figures of the last `throughput` run (hits, misses, relays).
+CACHE_FIGURES: dict[str, int] = {}
+
+
 def throughput(
     spark: Any, keys: int, items: int, rate: float | None, guarantee: ProcessingGuarantee, epoch_millis: int
 ) -> tuple[float, int]:
@@ -213,6 +217,10 @@ def throughput(
         elapsed = time.perf_counter() - started
         rows = len(read_lines(f"{work}/out"))
         assert rows == items, f"{guarantee.value}: {rows} rows for {items} items"
+        CACHE_FIGURES.clear()
+        for values in job.metrics().values():
+            for name in ("state_cache_hits", "state_cache_misses", "state_cache_relays"):
+                CACHE_FIGURES[name] = CACHE_FIGURES.get(name, 0) + values.get(name, 0)
         return elapsed, getattr(job, "epochs_committed", 0)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -258,7 +266,7 @@ def fixed_cost(
             quiet = [e for e in stats if e.get("epoch", 0) >= first and e.get("commit_ms") is not None]
             figures: dict[str, int] = {}
             for values in job.metrics().values():
-                for name in ("state_cache_hits", "state_cache_misses"):
+                for name in ("state_cache_hits", "state_cache_misses", "state_cache_relays"):
                     figures[name] = figures.get(name, 0) + values.get(name, 0)
         finally:
             job.cancel()
@@ -267,6 +275,7 @@ def fixed_cost(
             "fixed_cost": per_epoch - epoch_millis / 1000,
             "cache_hits": figures.get("state_cache_hits"),
             "cache_misses": figures.get("state_cache_misses"),
+            "cache_relays": figures.get("state_cache_relays"),
             "chained": chained,
             "commit_ms": sum(e["commit_ms"] for e in quiet) / len(quiet) if quiet else float("nan"),
             "epochs": job.epochs_committed - first,
@@ -411,7 +420,8 @@ def main() -> None:
             )
             print(
                 f"keys {keys:>9,}  NONE {none:7.2f} s  EXACTLY_ONCE {eo:7.2f} s  ratio(time) {eo / none:5.2f}"
-                f"  throughput EO/NONE {none / eo:5.2f}  epochs {epochs}  s/epoch {eo / max(epochs, 1):5.2f}",
+                f"  throughput EO/NONE {none / eo:5.2f}  epochs {epochs}  s/epoch {eo / max(epochs, 1):5.2f}"
+                f"  load {os.getloadavg()[0]:.1f}  EO state cache {CACHE_FIGURES}",
                 flush=True,
             )
         if args.window:
@@ -434,7 +444,7 @@ def main() -> None:
                 f"keys {keys:>9,}  quiet epochs: {fixed['seconds_per_epoch']:6.3f} s/epoch, "
                 f"fixed cost {fixed['fixed_cost'] * 1000:7.0f} ms"
                 f"  state cache hits {fixed['cache_hits']} misses {fixed['cache_misses']}"
-                f"  driver commit {fixed['commit_ms']:.0f} ms  load {os.getloadavg()[0]:.1f}",
+                f" relays {fixed['cache_relays']}  driver commit {fixed['commit_ms']:.0f} ms  load {os.getloadavg()[0]:.1f}",
                 flush=True,
             )
             if profile is not None:

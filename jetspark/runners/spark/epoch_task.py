@@ -269,6 +269,17 @@ class EpochTask:
         elif not kept_any and self.stage >= 0:
             state_cache.released(self.plan.job_id, self.stage, self.member)
 
+    def abandon(self, handed_over: bool) -> None:
+        """After a run that ended before its engine started: close the kept processors unless
+        `handed_over` to the execution (which closed them), and withdraw this worker's registry
+        entry of the stage (it holds nothing of this member now)."""
+        if not handed_over:
+            for vertex, processors in self.kept.items():
+                state_cache.close_all(processors, vertex)
+        self.kept = {}
+        if self.stage >= 0:
+            state_cache.released(self.plan.job_id, self.stage, self.member)
+
     def restore_data(self) -> SnapshotData | None:
         """The entries this member's processors restore (those not kept from the last epoch), or
         None when the job starts afresh."""

@@ -221,12 +221,14 @@ def run_stage_task(
             restore = epoch.restore_data()
         except CorruptSnapshotError as damage:  # reported, not raised: a Spark retry cannot help
             reason = f"epoch {epoch.spec.epoch}: stage {stage_index} member {member} cannot restore: {damage}"
+            epoch.abandon(handed_over=False)
             yield (
                 member,
                 EpochAbortRecord(carrier, stage_index, member, reason, (damage.path, damage.problem)),
             )
             return
         except Exception as failure:
+            epoch.abandon(handed_over=False)
             raise encode_failure(failure, None, None) from failure
         execution = MemberExecution(
             plan,
@@ -299,6 +301,8 @@ def run_stage_task(
         execution.close(error)
         if epoch is not None and execution.execution is not None:
             epoch.finish_keeping(execution.tasklets, finished and error is None)
+        elif epoch is not None:  # `execution.close` closed what setup was given
+            epoch.abandon(handed_over=True)
         if reader is not None:
             reader.close()
         if reporter is not None:
