@@ -6,7 +6,8 @@ worker for task after task (`spark.python.worker.reuse`), and module state survi
 when a task of member `m` ends its epoch `e` successfully, the processors of its eligible vertices
 are kept here, not closed, with the name and SHA-256 of the snapshot file they wrote for `e`.
 
-The next task of the same member that lands in this worker uses them instead of restoring, but
+The next task of the same member that lands in this worker (or in another worker of the host,
+which relays its run here: `handoff`) uses them instead of restoring, but
 only if the snapshot it restores from *is* that file: same job, vertex, member, member count and
 partition count, snapshot id `e`, and the committed manifest lists that very file (name, which
 holds Spark's task attempt id, unique per application, and SHA-256). Anything else (epoch `e`
