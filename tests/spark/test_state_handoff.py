@@ -123,11 +123,6 @@ def held_dag(out: str, source: Any, directory: str, holds: tuple[int, ...]) -> D
     return dag
 
 
-def stage_member(path: Path) -> tuple[int, int]:
-    stage, member = path.stem.rsplit("-", 2)[1:]
-    return int(stage[1:]), int(member[1:])
-
-
 def relay_notes(job_id: str) -> list[dict[str, int]]:
     root = handoff_registry.directory()
     assert root is not None
@@ -186,9 +181,7 @@ def test_a_worker_killed_mid_relay_aborts_the_epoch_and_the_rows_stay_exact(
     assert job.epochs_aborted >= 1
     # the cause names the dead worker: the relaying task's ("stopped mid-epoch"), or Spark's own
     # when the killed worker was running a task of its own too ("Python worker died")
-    left = [
-        handoff_registry.lookup(job.job_id, *stage_member(p)) for p in handoff_registry.entries(job.job_id)
-    ]
-    assert all(h is not None and not handoff_registry.alive(h.pid) for h in left), (
-        f"only entries of the killed worker may stay: {left}, killed {killed}"
-    )
+    # Not asserted: that no registry entry of the job is left. After a kill, a worker may still
+    # hold processors of an aborted or superseded run (and say so in the registry) when the job
+    # ends; they are dropped at its next task of the job, after 10 idle minutes, or with the
+    # worker (see the report of the handoff branch).
