@@ -17,7 +17,6 @@ import pytest
 
 from examples.streaming_counts import RunningCount, expected_rows, format_row, key_of, streaming_dag
 from jetspark import DAG, Edge
-from jetspark.core import JobConfig, ProcessingGuarantee
 from jetspark.processors import transactional_files
 from jetspark.processors.transactional import read_lines
 from jetspark.runners.job import JobStatus
@@ -25,19 +24,10 @@ from jetspark.runners.spark import handoff_registry
 from jetspark.runners.spark.runner import SparkRunner
 from jetspark.runners.spark.state_cache import HITS, MISSES, RELAYS
 from tests.gates import Gate, gated_stream
+from tests.spark.test_state_cache_on_spark import two_members
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.spark
-
-
-def two_members(name: str, root: str) -> JobConfig:
-    return JobConfig(
-        name=name,
-        processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE,
-        snapshot_interval_millis=100,
-        checkpoint_root=root,
-        member_count=2,
-    )
 
 
 def test_every_restore_of_a_steady_job_hits_and_the_registry_is_empty_after_it(
