@@ -74,7 +74,7 @@ INPUT_BATCH_BYTES = 1 << 20
 #: Seconds the relaying side waits for the holder's answer to its request.
 HANDSHAKE_SECONDS = 10.0
 
-HELLO, ACCEPT, DECLINE, OUT, NEXT, INPUT, INPUT_END, DONE, FAIL, ACK = range(1, 11)
+HELLO, ACCEPT, DECLINE, OUT, NEXT, INPUT, INPUT_END, DONE, FAIL, ACK, FORGET = range(1, 12)
 _HEADER = struct.Struct("!BQ")
 
 
@@ -126,12 +126,10 @@ def open_relay(request: Request, stage: int) -> Relay | None:
     """A relay of this task to the worker that holds its member's processors, accepted by it; None
     when there is none to relay to (the task then runs here)."""
     holder = handoff_registry.lookup(request.job_id, stage, request.member)
-    if (
-        holder is None
-        or holder.pid == os.getpid()
-        or holder.snapshot_id != request.restore_id
-        or not handoff_registry.alive(holder.pid)
-    ):
+    if holder is None or holder.pid == os.getpid() or not handoff_registry.alive(holder.pid):
+        return None
+    if holder.snapshot_id != request.restore_id:
+        _tell_to_forget(holder, request)
         return None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -154,6 +152,20 @@ def open_relay(request: Request, stage: int) -> Relay | None:
         sock.close()
         return None
     return Relay(channel, holder.pid, stage, request.member)
+
+
+def _tell_to_forget(holder: handoff_registry.Holder, request: Request) -> None:
+    """Tell a live holder whose processors of this member are of another snapshot (an aborted
+    or superseded run's) to drop them and its registry entry: this task runs the member here,
+    so they can never match again. Best effort: a holder that does not hear keeps them until its
+    next task of the job, or 10 idle minutes."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        try:
+            sock.settimeout(HANDSHAKE_SECONDS)
+            sock.connect(holder.socket)
+            _Channel(sock).send(FORGET, pickle.dumps(request, pickle.HIGHEST_PROTOCOL))
+        except OSError:
+            pass
 
 
 class Relay:
@@ -330,14 +342,19 @@ class _Server:
 def _serve_one(conn: socket.socket) -> None:
     channel = _Channel(conn)
     kind, payload = channel.read()
-    if kind != HELLO:
+    if kind not in (HELLO, FORGET):
         return
     request: Request = pickle.loads(payload)
+    stage = request.stage_index
+    if kind == FORGET:
+        state_cache.discard(request.job_id, stage, request.member, None)
+        state_cache.released(request.job_id, stage, request.member)
+        return
     if not state_cache.holds(request.job_id, request.vertices, request.member, request.restore_id):
+        state_cache.released(request.job_id, stage, request.member)  # the entry names it wrongly
         channel.send(DECLINE, b"")
         return
     channel.send(ACCEPT, b"")
-    stage = request.stage_index
     peer = _peer_pid(conn)
     handoff_registry.note_relay(request.job_id, stage, request.member, os.getpid(), peer, request.epoch)
     stop = threading.Event()

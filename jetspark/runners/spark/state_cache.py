@@ -172,9 +172,10 @@ def holds(job_id: str, vertices: Collection[str], member: int, snapshot_id: int)
         )
 
 
-def discard(job_id: str, stage: int, member: int, snapshot_id: int) -> None:
+def discard(job_id: str, stage: int, member: int, snapshot_id: int | None) -> None:
     """Close and drop what a run of (job, stage, member) kept at `snapshot_id` (a relayed run
-    whose relaying task went away before it acknowledged the end: Spark has not its output)."""
+    whose relaying task went away before it acknowledged the end: Spark has not its output), or
+    at any snapshot (None: another worker runs the member now, `handoff`)."""
     with _LOCK:
         items = [
             (key, kept)
@@ -182,7 +183,7 @@ def discard(job_id: str, stage: int, member: int, snapshot_id: int) -> None:
             if key[0] == job_id
             and key[2] == member
             and kept.stage == stage
-            and kept.snapshot_id == snapshot_id
+            and (snapshot_id is None or kept.snapshot_id == snapshot_id)
         ]
         for key, _ in items:
             del _CACHE[key]

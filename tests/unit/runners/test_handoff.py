@@ -195,12 +195,9 @@ def test_a_run_that_ended_without_the_relaying_sides_ack_is_not_kept(holder: tup
     wait_until((marks / "closed6").exists, "the unacknowledged run's processors closed")
 
 
-def test_no_relay_to_a_holder_without_that_snapshot_to_itself_or_to_a_dead_pid(
-    holder: tuple[int, Path],
-) -> None:
+def test_no_relay_to_this_worker_or_to_a_dead_pid(holder: tuple[int, Path]) -> None:
     pid, _ = holder
     assert handoff.open_relay(request(member=1), STAGE) is None, "no entry for member 1"
-    assert handoff.open_relay(request(restore_id=4), STAGE) is None, "the holder is at snapshot 5"
     entry = handoff_registry.lookup(JOB, STAGE, 0)
     assert entry is not None
     handoff_registry.advertise(JOB, STAGE, 0, handoff_registry.Holder(os.getpid(), entry.socket, 5))
@@ -209,6 +206,25 @@ def test_no_relay_to_a_holder_without_that_snapshot_to_itself_or_to_a_dead_pid(
     wait_until(lambda: not handoff_registry.alive(pid), "the holder to die")
     handoff_registry.advertise(JOB, STAGE, 0, handoff_registry.Holder(pid, entry.socket, 5))
     assert handoff.open_relay(request(), STAGE) is None, "a dead holder: the task runs here"
+
+
+def test_a_holder_at_another_snapshot_is_told_to_drop_what_it_keeps(holder: tuple[int, Path]) -> None:
+    """The registry names a live holder whose processors took snapshot 5, the epoch restores 6
+    (a run of the member elsewhere since): the task runs here and the holder drops them."""
+    _, marks = holder
+    assert handoff.open_relay(request(restore_id=6), STAGE) is None
+    wait_until((marks / "closed5").exists, "the holder to close what it kept")
+    wait_until(lambda: handoff_registry.lookup(JOB, STAGE, 0) is None, "the holder's entry withdrawn")
+
+
+def test_a_holder_that_declines_withdraws_the_entry_that_named_it(holder: tuple[int, Path]) -> None:
+    pid, _ = holder
+    entry = handoff_registry.lookup(JOB, STAGE, 0)
+    assert entry is not None
+    handoff_registry.advertise(JOB, STAGE, 1, handoff_registry.Holder(pid, entry.socket, 5))
+    assert handoff.open_relay(request(member=1), STAGE) is None, "it keeps nothing of member 1"
+    assert handoff_registry.lookup(JOB, STAGE, 1) is None
+    assert handoff_registry.lookup(JOB, STAGE, 0) == entry, "what it keeps is still offered"
 
 
 def test_the_switch_and_a_worker_that_is_not_reused_turn_the_handoff_off(
