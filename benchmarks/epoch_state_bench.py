@@ -18,8 +18,12 @@ each for every `--keys`, in one Spark session:
   (`state_cache_hits` / `state_cache_misses` of the job's metrics, when the runner has them).
 
 With `--changed-keys` the count processor names the keys it changed since its last save
-(`changed_snapshot_keys`, hand-written), so its snapshots are incremental. With `--keyed-state`
-it keeps its counts in a `jetspark.KeyedState` instead (the dict that tracks its changed keys).
+(`changed_snapshot_keys`, hand-written), so its snapshots are incremental. With `--save-changed-only`
+as well, its save visits only `Outbox.keys_to_save()` (as the built-ins do), not every key. With
+`--keyed-state` it keeps its counts in a `jetspark.KeyedState` instead (the dict that tracks its
+changed keys; its save visits only those). The state cache's hits, misses and relays
+(`state_cache_relays`: hits whose task ran in the holder, `handoff`) are printed; set
+`JETSPARK_STATE_HANDOFF=off` to measure without the handoff.
 
 With `--window` the fixed-cost part runs a windowed job instead: the built-in
 `aggregate_to_sliding_window` (a count per key in a tumbling window that does not close during
@@ -56,6 +60,7 @@ from examples.streaming_counts import RunningCount, format_row
 from jetspark import DAG, Edge, JobConfig, KeyedState
 from jetspark.core import AbstractProcessor, ProcessingGuarantee
 from jetspark.core.suppliers import ProcessorSupplier
+from jetspark.core.traverser import traverse_iterable
 from jetspark.core.watermark import BroadcastKey
 from jetspark.processors import WindowPolicy, counting, generator_stream, transactional_files
 from jetspark.processors.transactional import read_lines
@@ -169,6 +174,23 @@ class KeyedStateCount(KeyedCount):
         return self.counts.changed_keys()
 
 
+class SavingChangedCount(ChangedKeyedCount):
+    """`ChangedKeyedCount` whose save visits only the keys the engine asks for
+    (`Outbox.keys_to_save()`), as the built-ins do: an incremental save costs what changed."""
+
+    def save_to_snapshot(self) -> bool:
+        keys = self.outbox.keys_to_save()
+        if keys is None:
+            return super().save_to_snapshot()
+        if self._saving is None:
+            counts = self.counts
+            self._saving = traverse_iterable([(k, counts[k]) for k in keys if k in counts])
+        if not self.emit_from_traverser_to_snapshot(self._saving):
+            return False
+        self._saving = None
+        return True
+
+
 #: The counting processor: the user's plain one, or (`--changed-keys`) one naming what changed.
 COUNTER: list[type[KeyedCount]] = [KeyedCount]
 #: The window of `--window`: longer than any run, so no window closes and every key stays.
@@ -216,6 +238,10 @@ def _config(guarantee: ProcessingGuarantee, epoch_millis: int, work: str) -> Job
     )
 
 
+#: The state cache's figures of the last `throughput` run (hits, misses, relays).
+CACHE_FIGURES: dict[str, int] = {}
+
+
 def throughput(
     spark: Any, keys: int, items: int, rate: float | None, guarantee: ProcessingGuarantee, epoch_millis: int
 ) -> tuple[float, int]:
@@ -231,6 +257,10 @@ def throughput(
         elapsed = time.perf_counter() - started
         rows = len(read_lines(f"{work}/out"))
         assert rows == items, f"{guarantee.value}: {rows} rows for {items} items"
+        CACHE_FIGURES.clear()
+        for values in job.metrics().values():
+            for name in ("state_cache_hits", "state_cache_misses", "state_cache_relays"):
+                CACHE_FIGURES[name] = CACHE_FIGURES.get(name, 0) + values.get(name, 0)
         return elapsed, getattr(job, "epochs_committed", 0)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -276,7 +306,7 @@ def fixed_cost(
             quiet = [e for e in stats if e.get("epoch", 0) >= first and e.get("commit_ms") is not None]
             figures: dict[str, int] = {}
             for values in job.metrics().values():
-                for name in ("state_cache_hits", "state_cache_misses"):
+                for name in ("state_cache_hits", "state_cache_misses", "state_cache_relays"):
                     figures[name] = figures.get(name, 0) + values.get(name, 0)
         finally:
             job.cancel()
@@ -289,6 +319,7 @@ def fixed_cost(
             "fixed_cost": per_epoch - span,
             "cache_hits": figures.get("state_cache_hits"),
             "cache_misses": figures.get("state_cache_misses"),
+            "cache_relays": figures.get("state_cache_relays"),
             "chained": chained,
             "commit_ms": sum(e["commit_ms"] for e in quiet) / len(quiet) if quiet else float("nan"),
             "epochs": job.epochs_committed - first,
@@ -408,6 +439,11 @@ def main() -> None:
     parser.add_argument(
         "--keyed-state", action="store_true", help="the count keeps its counts in a KeyedState (incremental)"
     )
+    parser.add_argument(
+        "--save-changed-only",
+        action="store_true",
+        help="with --changed-keys: the count's save visits only Outbox.keys_to_save() (as the built-ins)",
+    )
     parser.add_argument("--save-profile", action="store_true", help="one window processor's saves, no Spark")
     parser.add_argument(
         "--window",
@@ -416,7 +452,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.changed_keys:
-        COUNTER[0] = ChangedKeyedCount
+        COUNTER[0] = SavingChangedCount if args.save_changed_only else ChangedKeyedCount
     if args.keyed_state:
         COUNTER[0] = KeyedStateCount
     if args.save_profile:
@@ -438,7 +474,8 @@ def main() -> None:
             )
             print(
                 f"keys {keys:>9,}  NONE {none:7.2f} s  EXACTLY_ONCE {eo:7.2f} s  ratio(time) {eo / none:5.2f}"
-                f"  throughput EO/NONE {none / eo:5.2f}  epochs {epochs}  s/epoch {eo / max(epochs, 1):5.2f}",
+                f"  throughput EO/NONE {none / eo:5.2f}  epochs {epochs}  s/epoch {eo / max(epochs, 1):5.2f}"
+                f"  load {os.getloadavg()[0]:.1f}  EO state cache {CACHE_FIGURES}",
                 flush=True,
             )
         if args.window:
@@ -461,7 +498,7 @@ def main() -> None:
                 f"keys {keys:>9,}  quiet epochs: {fixed['seconds_per_epoch']:6.3f} s/epoch, "
                 f"fixed cost {fixed['fixed_cost'] * 1000:7.0f} ms (span {fixed['span']:.2f} s)"
                 f"  state cache hits {fixed['cache_hits']} misses {fixed['cache_misses']}"
-                f"  driver commit {fixed['commit_ms']:.0f} ms  load {os.getloadavg()[0]:.1f}",
+                f" relays {fixed['cache_relays']}  driver commit {fixed['commit_ms']:.0f} ms  load {os.getloadavg()[0]:.1f}",
                 flush=True,
             )
             if profile is not None:

@@ -34,7 +34,7 @@ from jetspark.runners.snapshot_io import (
     restored_partitions,
     write_file,
 )
-from jetspark.runners.spark import state_cache
+from jetspark.runners.spark import handoff, state_cache
 from jetspark.runners.spark.records import EpochAbortRecord, SnapshotFilesRecord
 from jetspark.runners.spark.shuffle_in import ShuffleReader
 
@@ -93,8 +93,18 @@ class EpochTask:
         member: int,
         attempt: int,
         reader: ShuffleReader | None,
+        *,
+        stage: int = -1,
+        attempt_number: int | None = None,
+        relayed: bool = False,
     ) -> None:
         self.spec = spec
+        #: The stage's index (names the handoff's registry entry), Spark's attempt number of the
+        #: task (None: ask `TaskContext`; a relayed task brings its relaying task's), and whether
+        #: this run was relayed here from the worker Spark chose (`handoff`).
+        self.stage = stage
+        self.attempt_number = attempt_number
+        self.relayed = relayed
         self.plan = plan
         self.vertices = vertices
         self.member = member
@@ -125,7 +135,7 @@ class EpochTask:
         speculative copy, or a stage Spark runs again (its attempt numbers start at 0 again, so
         each task also claims its (stage, member) in the checkpoint store, `CheckpointStore.claim`,
         and the second claimant loses)."""
-        number = _attempt_number()
+        number = _attempt_number() if self.attempt_number is None else self.attempt_number
         if number == 0 and self._claim(stage):
             return None
         reason = (
@@ -195,6 +205,8 @@ class EpochTask:
         for vertex in self.keeping:
             name = state_cache.HITS if vertex in self.kept else state_cache.MISSES
             custom.setdefault(vertex, {})[name] = 1
+            if self.relayed:
+                custom[vertex][state_cache.RELAYS] = 1
 
     def defer_closes(self, tasklets: list[ProcessorTasklet]) -> None:
         """Kept processors go on (no init, no restore); the processors of vertices that may be
@@ -222,6 +234,7 @@ class EpochTask:
             if tasklet.close_deferred:
                 by_vertex.setdefault(tasklet.context.vertex_name, []).append(tasklet)
         written = {f["vertex"]: (f["name"], f["sha256"]) for f in self.files}
+        kept_any = False
         for vertex, group in by_vertex.items():
             processors = [t.processor for t in group]
             lp = self.plan.vertices[vertex].local_parallelism
@@ -245,10 +258,27 @@ class EpochTask:
                     written.get(vertex),
                     self.plan.member_count,
                     self.plan.arrangement.partition_count,
+                    self.stage,
                 )
                 state_cache.put(self.plan.job_id, vertex, self.member, kept)
+                kept_any = True
             else:
                 state_cache.close_all(processors, vertex)
+        if kept_any and self.stage >= 0 and handoff.may_serve(self.spec.span):
+            handoff.advertise(self.plan.job_id, self.stage, self.member, self.spec.epoch)
+        elif not kept_any and self.stage >= 0:
+            state_cache.released(self.plan.job_id, self.stage, self.member)
+
+    def abandon(self, handed_over: bool) -> None:
+        """After a run that ended before its engine started: close the kept processors unless
+        `handed_over` to the execution (which closed them), and withdraw this worker's registry
+        entry of the stage (it holds nothing of this member now)."""
+        if not handed_over:
+            for vertex, processors in self.kept.items():
+                state_cache.close_all(processors, vertex)
+        self.kept = {}
+        if self.stage >= 0:
+            state_cache.released(self.plan.job_id, self.stage, self.member)
 
     def restore_data(self) -> SnapshotData | None:
         """The entries this member's processors restore (those not kept from the last epoch), or

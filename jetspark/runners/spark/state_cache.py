@@ -6,7 +6,8 @@ worker for task after task (`spark.python.worker.reuse`), and module state survi
 when a task of member `m` ends its epoch `e` successfully, the processors of its eligible vertices
 are kept here, not closed, with the name and SHA-256 of the snapshot file they wrote for `e`.
 
-The next task of the same member that lands in this worker uses them instead of restoring, but
+The next task of the same member that lands in this worker (or in another worker of the host,
+which relays its run here: `handoff`) uses them instead of restoring, but
 only if the snapshot it restores from *is* that file: same job, vertex, member, member count and
 partition count, snapshot id `e`, and the committed manifest lists that very file (name, which
 holds Spark's task attempt id, unique per application, and SHA-256). Anything else (epoch `e`
@@ -24,8 +25,10 @@ does not set `keep_state_in_worker = False`, and when no processor of its vertex
 from __future__ import annotations
 
 import logging
+import os
+import threading
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Any
 
 import attrs
@@ -33,12 +36,15 @@ import attrs
 from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.processor import Processor
 from jetspark.planning.plan import ExecutionPlan
+from jetspark.runners.spark import handoff_registry
 
 _log = logging.getLogger("jetspark.spark.state_cache")
 
 #: Per-vertex counters a task reports (summed over the job's committed epochs).
 HITS = "state_cache_hits"
 MISSES = "state_cache_misses"
+#: Restores whose task ran in the worker that held the processors, relayed there (`handoff`).
+RELAYS = "state_cache_relays"
 #: Entries of a job not used for this long are closed and dropped.
 IDLE_SECONDS = 600.0
 
@@ -53,13 +59,20 @@ class Kept:
     file: tuple[str, str] | None
     member_count: int
     partition_count: int
+    #: The stage of the vertex: what the handoff's registry names (-1: not advertised).
+    stage: int = -1
     used: float = attrs.field(factory=time.monotonic)
 
 
 Key = tuple[str, str, int]  # (job id, vertex, member)
 
-#: This worker's kept processors. A module global: it lives as long as the Python worker.
+#: This worker's kept processors. A module global: it lives as long as the Python worker. A task
+#: relayed here (`handoff`) runs on a server thread beside Spark's own task: every change holds
+#: the lock.
 _CACHE: dict[Key, Kept] = {}
+_LOCK = threading.RLock()
+#: Called (without the lock) whenever the cache becomes empty: the handoff server stops then.
+WHEN_EMPTY: list[Callable[[], None]] = []
 
 
 def eligible_vertices(
@@ -96,7 +109,8 @@ def take(
     the cache (a failed task must not leave them behind). Anything kept that does not match is
     closed and dropped."""
     key = (job_id, vertex, member)
-    kept = _CACHE.pop(key, None)
+    with _LOCK:
+        kept = _CACHE.pop(key, None)
     if kept is None:
         return None
     if (
@@ -107,38 +121,100 @@ def take(
         and kept.partition_count == partition_count
     ):
         return kept.processors
-    close_all(kept.processors, vertex)
+    _dropped([(key, kept)])
     return None
 
 
 def put(job_id: str, vertex: str, member: int, kept: Kept) -> None:
     """Keep `kept` for the next epoch (closing whatever was kept under that key before)."""
-    old = _CACHE.pop((job_id, vertex, member), None)
+    with _LOCK:
+        old = _CACHE.pop((job_id, vertex, member), None)
+        _CACHE[(job_id, vertex, member)] = kept
     if old is not None:
         close_all(old.processors, vertex)
-    _CACHE[(job_id, vertex, member)] = kept
 
 
 def evict_older(job_id: str, restore_id: int) -> None:
     """Drop what can no longer match: the job's processors kept at a snapshot before
     `restore_id` (restores only move forward), and other jobs' idle ones."""
     now = time.monotonic()
-    for key, kept in list(_CACHE.items()):
-        stale = kept.snapshot_id < restore_id if key[0] == job_id else now - kept.used > IDLE_SECONDS
-        if stale:
+    with _LOCK:
+        stale = [
+            (key, kept)
+            for key, kept in _CACHE.items()
+            if (kept.snapshot_id < restore_id if key[0] == job_id else now - kept.used > IDLE_SECONDS)
+        ]
+        for key, _ in stale:
             del _CACHE[key]
-            close_all(kept.processors, key[1])
+    _dropped(stale)
 
 
 def clear() -> None:
     """Close and drop everything kept (tests; a worker about to go)."""
-    for key, kept in list(_CACHE.items()):
-        del _CACHE[key]
-        close_all(kept.processors, key[1])
+    with _LOCK:
+        items = list(_CACHE.items())
+        _CACHE.clear()
+    _dropped(items)
 
 
 def size() -> int:
     return len(_CACHE)
+
+
+def holds(job_id: str, vertices: Collection[str], member: int, snapshot_id: int) -> bool:
+    """Whether this worker keeps processors of `member` for one of `vertices`, as they were after
+    snapshot `snapshot_id` (what a relayed task's restore would take, if that snapshot is the
+    committed one: `take` checks the file)."""
+    with _LOCK:
+        return any(
+            (kept := _CACHE.get((job_id, vertex, member))) is not None and kept.snapshot_id == snapshot_id
+            for vertex in vertices
+        )
+
+
+def discard(job_id: str, stage: int, member: int, snapshot_id: int | None) -> None:
+    """Close and drop what a run of (job, stage, member) kept at `snapshot_id` (a relayed run
+    whose relaying task went away before it acknowledged the end: Spark has not its output), or
+    at any snapshot (None: another worker runs the member now, `handoff`)."""
+    with _LOCK:
+        items = [
+            (key, kept)
+            for key, kept in _CACHE.items()
+            if key[0] == job_id
+            and key[2] == member
+            and kept.stage == stage
+            and (snapshot_id is None or kept.snapshot_id == snapshot_id)
+        ]
+        for key, _ in items:
+            del _CACHE[key]
+    _dropped(items)
+
+
+def released(job_id: str, stage: int, member: int) -> None:
+    """After a run that kept nothing of (job, stage, member): withdraw this worker's registry entry
+    if it holds nothing more of it, and tell the listeners if the cache is empty."""
+    if not holds_stage(job_id, stage, member):
+        handoff_registry.withdraw(job_id, stage, member, os.getpid())
+    if not _CACHE:
+        for listener in list(WHEN_EMPTY):
+            listener()
+
+
+def holds_stage(job_id: str, stage: int, member: int) -> bool:
+    with _LOCK:
+        return any(k[0] == job_id and k[2] == member and v.stage == stage for k, v in _CACHE.items())
+
+
+def _dropped(items: list[tuple[Key, Kept]]) -> None:
+    """Close processors that left the cache unused; withdraw the registry entries of stages this
+    worker no longer holds anything of; tell the listeners when the cache became empty."""
+    for (job_id, vertex, member), kept in items:
+        close_all(kept.processors, vertex)
+        if kept.stage >= 0 and not holds_stage(job_id, kept.stage, member):
+            handoff_registry.withdraw(job_id, kept.stage, member, os.getpid())
+    if items and not _CACHE:
+        for listener in list(WHEN_EMPTY):
+            listener()
 
 
 def close_all(processors: list[Processor], vertex: str) -> None:

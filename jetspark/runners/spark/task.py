@@ -21,6 +21,7 @@ the driver. No pyspark here but `TaskContext` for the attempt id: the driver sid
 from __future__ import annotations
 
 import pickle
+import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
@@ -42,7 +43,8 @@ from jetspark.planning.defs import EdgeDef
 from jetspark.planning.plan import ExecutionPlan, ProcessorId
 from jetspark.runners.member import MemberExecution
 from jetspark.runners.output import AttemptStaging
-from jetspark.runners.spark.epoch_task import EpochAborted, EpochSpec, EpochTask
+from jetspark.runners.spark import handoff, state_cache
+from jetspark.runners.spark.epoch_task import EpochAborted, EpochSpec, EpochTask, _attempt_number
 from jetspark.runners.spark.failures import encode_failure
 from jetspark.runners.spark.live import NO_EPOCH, Address, LiveReporter
 from jetspark.runners.spark.records import (
@@ -104,12 +106,21 @@ def run_stage_task(
     records: Iterable[Any],
     epoch_bytes: bytes | None = None,
     task_members: Sequence[Sequence[int]] | None = None,
+    *,
+    attempt: tuple[int, int] | None = None,
+    stop: threading.Event | None = None,
+    relayed: bool = False,
 ) -> Iterator[Record]:
     """The body of task `task` of stage `stage_index`: it runs the members `task_members[task]`
     (pruning leaves some out, adaptive parallelism runs several in one task), or member `task`
     without `task_members`. `records` is the shuffled input, or (with `direct_source`) the items
     of that source vertex's RDD partition `task`. With `epoch_bytes` (a pickled `EpochSpec`) the
-    task runs its share of one epoch (`epoch_task`)."""
+    task runs its share of one epoch (`epoch_task`), in the Python worker that holds the member's
+    processors when that is another one (`handoff`: this task then only relays).
+
+    A relayed run (`relayed`, in the holder's server thread) gets Spark's `attempt` (task attempt
+    id, attempt number) from the relaying task, and stops at the engine's next round once `stop`
+    is set (the relaying task went away)."""
     apply_log_level()  # `jetspark run/submit --log-level`, in this Python worker too
     members = tuple(task_members[task]) if task_members is not None else (task,)
     member = members[0]  # names the task in messages; its reports are addressed to it
@@ -126,6 +137,14 @@ def run_stage_task(
     plan = spec.plan
     stage = plan.stages.stages[stage_index]
     carrier = spec.carriers[stage_index]
+    if epoch_spec is not None and not relayed:
+        assert epoch_bytes is not None
+        relay = _relay(
+            spec_bytes, stage_index, direct_source, task, epoch_bytes, task_members, epoch_spec, plan
+        )
+        if relay is not None:
+            yield from relay.run(records)
+            return
     output = TaskOutput()
     reader = ShuffleReader(iter(records)) if direct_source is None else None
     inputs: dict[str, SourceInput] = {}
@@ -134,11 +153,21 @@ def run_stage_task(
             inputs[vertex] = IteratorSourceInput(iter(records))
         elif VertexCapability.READS_RDD in plan.vertices[vertex].capabilities and reader is not None:
             inputs[vertex] = reader.source(vertex)
-    staging = AttemptStaging(plan.job_id, _attempt_id())
+    staging = AttemptStaging(plan.job_id, _attempt_id() if attempt is None else attempt[0])
     epoch: EpochTask | None = None
     if epoch_spec is not None:
         assert len(members) == 1, "an epoch's task runs one member"
-        epoch = EpochTask(epoch_spec, plan, list(stage.vertices), member, staging.attempt, reader)
+        epoch = EpochTask(
+            epoch_spec,
+            plan,
+            list(stage.vertices),
+            member,
+            staging.attempt,
+            reader,
+            stage=stage_index,
+            attempt_number=None if attempt is None else attempt[1],
+            relayed=relayed,
+        )
         refused = epoch.refusal(stage_index, carrier)
         if refused is not None:
             yield member, refused
@@ -192,12 +221,14 @@ def run_stage_task(
             restore = epoch.restore_data()
         except CorruptSnapshotError as damage:  # reported, not raised: a Spark retry cannot help
             reason = f"epoch {epoch.spec.epoch}: stage {stage_index} member {member} cannot restore: {damage}"
+            epoch.abandon(handed_over=False)
             yield (
                 member,
                 EpochAbortRecord(carrier, stage_index, member, reason, (damage.path, damage.problem)),
             )
             return
         except Exception as failure:
+            epoch.abandon(handed_over=False)
             raise encode_failure(failure, None, None) from failure
         execution = MemberExecution(
             plan,
@@ -217,8 +248,11 @@ def run_stage_task(
             epoch.tasklets = execution.tasklets
             epoch.defer_closes(execution.tasklets)
             on_idle = _either(on_idle, epoch.on_idle)
+        on_tick = epoch.on_tick if epoch is not None else None
+        if stop is not None and on_tick is not None:
+            on_tick = _stoppable(on_tick, stop, stage_index, member)
         engine = execution.start(
-            on_tick=epoch.on_tick if epoch is not None else None,
+            on_tick=on_tick,
             on_idle=on_idle,
             quiescence_check=epoch is None,
         )
@@ -267,10 +301,63 @@ def run_stage_task(
         execution.close(error)
         if epoch is not None and execution.execution is not None:
             epoch.finish_keeping(execution.tasklets, finished and error is None)
+        elif epoch is not None:  # `execution.close` closed what setup was given
+            epoch.abandon(handed_over=True)
         if reader is not None:
             reader.close()
         if reporter is not None:
             reporter.close()
+
+
+def _relay(
+    spec_bytes: bytes,
+    stage_index: int,
+    direct_source: str | None,
+    task: int,
+    epoch_bytes: bytes,
+    task_members: Sequence[Sequence[int]] | None,
+    epoch_spec: EpochSpec,
+    plan: ExecutionPlan,
+) -> handoff.Relay | None:
+    """The relay of this epoch task to the worker holding its member's processors, if it pays
+    and that worker accepts (`handoff`); None: the task runs here."""
+    member = task_members[task][0] if task_members is not None else task
+    vertices = plan.stages.stages[stage_index].vertices
+    eligible = state_cache.eligible_vertices(plan, vertices, epoch_spec.completed)
+    if not handoff.worth_it(epoch_spec.span, epoch_spec.restore_dir, epoch_spec.commit_only, eligible):
+        return None
+    state_cache.evict_older(plan.job_id, epoch_spec.restore_id)  # what this worker kept is stale
+    request = handoff.Request(
+        spec_bytes,
+        stage_index,
+        direct_source,
+        task,
+        epoch_bytes,
+        None if task_members is None else tuple(tuple(m) for m in task_members),
+        (_attempt_id(), _attempt_number()),
+        plan.job_id,
+        member,
+        tuple(sorted(eligible)),
+        epoch_spec.restore_id,
+        epoch_spec.epoch,
+    )
+    return handoff.open_relay(request, stage_index)
+
+
+def _stoppable(
+    on_tick: Callable[[], None], stop: threading.Event, stage_index: int, member: int
+) -> Callable[[], None]:
+    """`on_tick` that ends a relayed run once its relaying task went away."""
+
+    def tick() -> None:
+        if stop.is_set():
+            raise JobFailedError(
+                f"stage {stage_index} member {member}: the task that relayed this run to the worker "
+                "holding the member's processors went away (Spark stopped it or its worker died)"
+            )
+        on_tick()
+
+    return tick
 
 
 def _epoch_number(epoch: EpochTask | None) -> int:
