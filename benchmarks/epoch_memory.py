@@ -187,7 +187,7 @@ def main() -> None:
     try:
         due = args.every
         while True:
-            if job.status.value in ("FAILED", "COMPLETED", "CANCELLED"):
+            if job.status.value in ("failed", "completed", "cancelled"):  # JobStatus values
                 raise SystemExit(f"the job ended early: {job.status.value}: {job.error}")
             epochs = job.epochs_committed
             if epochs >= due or (not samples and epochs >= 1):

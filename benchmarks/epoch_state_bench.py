@@ -407,7 +407,7 @@ def _chained_files(root: str, name: str) -> str:
 
 
 def _check(job: Any) -> None:
-    if job.status.value in ("FAILED", "COMPLETED", "CANCELLED"):
+    if job.status.value in ("failed", "completed", "cancelled"):  # JobStatus values
         raise SystemExit(f"the job ended early: {job.status.value}: {job.error}")
 
 
