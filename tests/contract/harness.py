@@ -107,6 +107,16 @@ class TaskletHarness:
         if chunk:
             queue.put_chunk(chunk)
 
+    def call(self) -> bool:
+        """One `tasklet.call()`, as on an idle machine: a call that moves the processor to an
+        off-thread `close()` (`CLOSING`) waits for that thread and finishes the tasklet, so the
+        outcome does not depend on how soon the close thread gets a core."""
+        progress = self.tasklet.call()
+        if self.tasklet.state is State.CLOSING:
+            self.tasklet.wait_for_close(30)
+            progress = self.tasklet.call() or progress
+        return progress
+
     def run(
         self, until: Callable[[], bool] | None = None, max_calls: int = 2000, idle_calls: int = 30
     ) -> None:

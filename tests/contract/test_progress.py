@@ -190,7 +190,7 @@ def test_a_tasklet_waiting_for_phase_2_reports_no_progress_and_every_call_that_e
     harness.snapshot.phase1_done(1)  # the rest of the job: phase 2 may start
     assert harness.tasklet.call() is True  # snapshot_commit_finish, then DONE
     assert harness.output() == [DONE]
-    assert harness.tasklet.call() is True  # close
+    assert harness.call() is True  # close (on its own thread: the harness waits for it)
     assert harness.tasklet.is_done and sink.methods()[-2:] == ["snapshot_commit_finish", "close"]
 
 
@@ -205,7 +205,7 @@ def test_closing_the_processor_is_progress() -> None:
     harness.run(idle_calls=3)
     assert not harness.tasklet.is_done  # waits: the other tasklet has not finished phase 1
     harness.snapshot.phase1_done(1)
-    assert harness.tasklet.call() is True
+    assert harness.call() is True  # close (on its own thread: the harness waits for it)
     assert harness.tasklet.is_done and sink.methods()[-1] == "close"
 
 

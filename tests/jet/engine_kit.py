@@ -74,7 +74,7 @@ class Trickle:
 
     def call(self) -> bool:
         self.top_up()
-        return bool(self.harness.tasklet.call())
+        return bool(self.harness.call())
 
 
 CALL_COUNT_LIMIT = 10
@@ -87,7 +87,7 @@ def call_until(
     "NO_PROGRESS" or "DONE"); every call before that must make progress, and there are at most
     `limit` calls."""
     for calls in range(limit):
-        progress = trickle.call() if trickle is not None else harness.tasklet.call()
+        progress = trickle.call() if trickle is not None else harness.call()
         got = "DONE" if harness.tasklet.is_done else "MADE_PROGRESS" if progress else "NO_PROGRESS"
         if got == state:
             return

@@ -49,8 +49,7 @@ class EpochFigures:
     ended: float | None = None
     #: Seconds from its start to its end (for a committed epoch: to the end of its commit).
     duration_s: float | None = None
-    #: Seconds its sources ran before the terminal snapshot (`epoch_span`: the interval less
-    #: what the last epochs took beyond their span).
+    #: Seconds its sources ran before the terminal snapshot (the configured interval).
     span_s: float | None = None
     #: Items the DAG's sources emitted (once per item, though a source feeding several edges emits
     #: each to every one) and its sinks received in the epoch.

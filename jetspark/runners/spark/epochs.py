@@ -38,7 +38,6 @@ from jetspark.runners.job import Capabilities, EpochStats, JobStatus
 from jetspark.runners.member import add_metrics
 from jetspark.runners.sink_commits import SinkCommits
 from jetspark.runners.snapshot_io import commit_reported
-from jetspark.runners.spark.epoch_span import SpanPolicy
 from jetspark.runners.spark.epoch_stats import EpochLedger
 from jetspark.runners.spark.epoch_tables import EpochTables
 from jetspark.runners.spark.epoch_task import EpochSpec
@@ -111,8 +110,6 @@ class EpochJob(SparkHandle):
         self._completed: set[tuple[str, int]] = set()
         #: Check every file's checksum before the next epoch (after one found a damaged file).
         self._verify = False
-        #: The sources' span of each epoch, so that an epoch lasts about the interval (`epoch_span`).
-        self._spans = SpanPolicy(self.config.snapshot_interval_millis / 1000)
         #: The sinks' transactions the driver commits right after each committed snapshot.
         self.sink_commits = SinkCommits(self.job_id, list(plan.vertices), prepared.meta_supplier)
 
@@ -262,7 +259,7 @@ class EpochJob(SparkHandle):
         else:
             restore_dir, restore_id = self.initial_dir, self.initial_id
         epoch = self._epoch = restore_id + 1
-        spec = self._spec(restore_dir, restore_id, self._spans.next_span())
+        spec = self._spec(restore_dir, restore_id, self.config.snapshot_interval_millis / 1000)
         try:
             outcome = self._run_epoch(spec)
         except BaseException as failure:
@@ -295,8 +292,6 @@ class EpochJob(SparkHandle):
             else:
                 # committed: make the sinks' output of it visible now, not at the next restore
                 self.sink_commits.commit(self.store, committed, self.plan.arrangement.partition_count)
-                started = self.running_epoch[1] if self.running_epoch else time.monotonic()
-                self._spans.committed(spec.span, time.monotonic() - started)
                 return Step(more=True)
         self._abort(epoch)
         if outcome is not None:
