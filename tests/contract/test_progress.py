@@ -18,7 +18,7 @@ IDLE_CALLS = 5
 
 
 def calls(harness: TaskletHarness, count: int = IDLE_CALLS) -> list[bool]:
-    return [harness.tasklet.call() for _ in range(count)]
+    return [harness.call() for _ in range(count)]
 
 
 def nothing_to_do(harness: TaskletHarness) -> bool:
@@ -32,7 +32,7 @@ def test_a_sink_with_empty_inputs_reports_no_progress_before_and_after_its_first
     harness = TaskletHarness(sink, inbound=[(0, 1), (0, 2), (1, 1)])
     assert nothing_to_do(harness)  # no batch yet: try_process is not even called
     harness.feed(1, 1, "x")
-    assert harness.tasklet.call() is True
+    assert harness.call() is True
     assert sink.received == [(1, "x")]
     assert nothing_to_do(harness)  # try_process runs between polls and returns True: not progress
     assert sink.count("try_process") > 0
@@ -43,11 +43,11 @@ def test_a_batch_taken_in_part_reports_progress_and_one_left_untouched_reports_n
     sink = RecordingProcessor("sink", Behaviour(take=1, process_gate=lambda _p: gate["open"]))
     harness = TaskletHarness(sink, inbound=[(0, 1)])
     harness.feed(0, 0, "a", "b")
-    harness.tasklet.call()  # fills the inbox; the processor takes nothing
+    harness.call()  # fills the inbox; the processor takes nothing
     assert calls(harness) == [False] * IDLE_CALLS
     gate["open"] = True
-    assert harness.tasklet.call() is True  # took "a", "b" still in the inbox
-    assert harness.tasklet.call() is True  # took "b"
+    assert harness.call() is True  # took "a", "b" still in the inbox
+    assert harness.call() is True  # took "b"
     assert [item for _, item in sink.received] == ["a", "b"]
     assert nothing_to_do(harness)
 
@@ -69,12 +69,12 @@ def test_try_process_returning_false_reports_no_progress() -> None:
     harness = TaskletHarness(sink, inbound=[(0, 1)])
     harness.feed(0, 0, "x")
     # as Jet: try_process waits until the inbound edges were drained once, so "x" goes first
-    assert harness.tasklet.call() is True
+    assert harness.call() is True
     assert len(sink.calls_of("process")) == 1 and not sink.calls_of("try_process")
     assert calls(harness, 4) == [False] * 4
     assert [c.result for c in sink.calls_of("try_process")] == [False] * 4
     harness.feed(0, 0, "y")
-    assert harness.tasklet.call() is True  # try_process returned True: the next item is processed
+    assert harness.call() is True  # try_process returned True: the next item is processed
     assert len(sink.calls_of("process")) == 2, "the item went to process()"
 
 
@@ -102,7 +102,7 @@ def test_a_source_that_emits_nothing_reports_no_progress_and_one_that_emits_repo
     harness = TaskletHarness(source, outbound=1)
     assert calls(harness) == [False] * IDLE_CALLS  # a streaming source with no data: back off
     pending.append("x")
-    assert harness.tasklet.call() is True
+    assert harness.call() is True
     assert harness.output() == ["x"]
     assert calls(harness) == [False] * IDLE_CALLS
 
@@ -113,8 +113,8 @@ def test_a_source_blocked_by_a_full_queue_reports_no_progress_until_the_queue_dr
     harness.run(idle_calls=3)
     assert calls(harness) == [False] * IDLE_CALLS
     assert harness.output() == [0, 1]
-    assert harness.tasklet.call() is True  # room again: the buffered item goes out
-    assert harness.tasklet.call() is True
+    assert harness.call() is True  # room again: the buffered item goes out
+    assert harness.call() is True
 
 
 def test_a_finished_tasklet_reports_progress_on_its_way_out_and_none_once_closed() -> None:
@@ -123,7 +123,7 @@ def test_a_finished_tasklet_reports_progress_on_its_way_out_and_none_once_closed
     harness.feed(0, 0, "x", DONE)
     results = []
     while not harness.tasklet.is_done:
-        results.append(harness.tasklet.call())
+        results.append(harness.call())
     assert all(results), results  # every step, up to closing, did something
     assert harness.output() == [DONE]
     assert calls(harness) == [False] * IDLE_CALLS
@@ -149,12 +149,12 @@ def test_a_snapshot_reports_progress_at_each_step_and_none_while_a_method_refuse
 def test_an_item_the_outbox_accepts_is_progress_even_while_the_queue_downstream_is_full() -> None:
     source = RecordingProcessor("source", Behaviour(emit=list(range(10)), complete_when=lambda _p: False))
     harness = TaskletHarness(source, outbound=1, batch_size=3, queue_size=1)
-    assert harness.tasklet.call() is True  # 0, 1, 2 buffered; the queue took 0
+    assert harness.call() is True  # 0, 1, 2 buffered; the queue took 0
     assert harness.outbox.buffered() == 2
     # the queue is full: nothing goes out, but the outbox accepts 3 (the offer refused last time)
-    assert harness.tasklet.call() is True
+    assert harness.call() is True
     assert harness.outbox.buffered() == 3
-    assert harness.tasklet.call() is False  # buffer full, queue full: nothing at all
+    assert harness.call() is False  # buffer full, queue full: nothing at all
     assert harness.output() == [0]
 
 
@@ -180,7 +180,7 @@ def test_a_tasklet_waiting_for_phase_2_reports_no_progress_and_every_call_that_e
     harness.feed(0, 0, "x", SnapshotBarrier(1), DONE)
     output: list[Any] = []
     for _ in range(12):
-        progress = harness.tasklet.call()
+        progress = harness.call()
         emitted = harness.output()
         output.extend(emitted)
         assert progress or not emitted, f"{emitted} went out in a call that reported no progress"
@@ -188,7 +188,7 @@ def test_a_tasklet_waiting_for_phase_2_reports_no_progress_and_every_call_that_e
     assert calls(harness) == [False] * IDLE_CALLS  # waiting for phase 2
     assert not harness.tasklet.is_done
     harness.snapshot.phase1_done(1)  # the rest of the job: phase 2 may start
-    assert harness.tasklet.call() is True  # snapshot_commit_finish, then DONE
+    assert harness.call() is True  # snapshot_commit_finish, then DONE
     assert harness.output() == [DONE]
     assert harness.call() is True  # close (on its own thread: the harness waits for it)
     assert harness.tasklet.is_done and sink.methods()[-2:] == ["snapshot_commit_finish", "close"]
@@ -215,9 +215,9 @@ def test_done_waiting_behind_a_full_queue_reports_no_progress_until_the_queue_dr
     harness.feed(0, 0, "a", "b", DONE)
     results = []
     while not any(c.result for c in sink.calls_of("complete")):
-        results.append(harness.tasklet.call())
+        results.append(harness.call())
     assert results[-1] is True  # complete() returned True: progress, though DONE cannot go out yet
     assert calls(harness) == [False] * IDLE_CALLS  # "b" and DONE wait for room
     assert harness.output() == ["a"]
-    assert harness.tasklet.call() is True
+    assert harness.call() is True
     assert harness.output() == ["b", DONE]

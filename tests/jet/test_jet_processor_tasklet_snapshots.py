@@ -174,7 +174,7 @@ def test_ProcessorTaskletTest_Snapshots__when_snapshotTriggered_then_saveSnapsho
     for _ in range(CALL_COUNT_LIMIT):  # the queue is drained after every call
         if h.tasklet.is_done:
             break
-        h.tasklet.call()
+        h.call()
         out += h.output(0)
     # The refused item 2 goes out before the snapshot (the outbox is blocked to anything else);
     # the snapshot holds everything emitted before it; "spc-0" from the commit prepare precedes the

@@ -48,7 +48,7 @@ class WithWatermarks(Processor):
 def call_until_idle(h: TaskletHarness) -> None:
     """Call until a call makes no progress; every call before it must make progress."""
     for _ in range(CALL_COUNT_LIMIT):
-        if not h.tasklet.call():
+        if not h.call():
             return
     raise AssertionError(f"call() made progress {CALL_COUNT_LIMIT} times in a row; {h.tasklet!r}")
 
