@@ -4,6 +4,7 @@ tasks report them, before it commits."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 from typing import Any
@@ -12,9 +13,10 @@ import pytest
 
 from jetspark import DAG, Edge, JobConfig, ProcessingGuarantee
 from jetspark.cli.progress import JobProgress
-from jetspark.processors import generator_stream, write_jsonl
+from jetspark.processors import generator_stream, noop, write_jsonl
 from jetspark.runners.job import JobStatus
 from jetspark.runners.spark import SparkRunner
+from jetspark.runners.spark.epoch_span import CAUGHT_UP_IDLE_SHARE, MIN_SPAN_SHARE
 from tests.gates import Gate, gated_pass
 from tests.unit.cli.test_progress import ANSI, drawn, figures_in
 from tests.waiting import wait_until
@@ -84,9 +86,58 @@ def test_an_epochs_counts_rise_while_it_runs_and_each_epoch_keeps_its_figures(
     assert committed and all(e["state_bytes"] > 0 and e["state_entries"] >= 1 for e in committed), epochs
     assert committed[-1]["state_entries"] >= 2 and committed[-1]["state_files"] >= 2
     assert all(e["commit_ms"] > 0 and e["duration_s"] > 0 for e in committed)
-    assert all(e["span_s"] == 0.1 for e in kept), epochs  # each epoch's sources ran the interval
+    # epoch 0's sources ran the whole interval (nothing measured yet); it held items all along,
+    # so the sources had a backlog (`epoch_span`); later ones may run less once the source is done
+    assert kept[-1]["span_s"] == 0.1 and kept[-1]["sources_idle"] < CAUGHT_UP_IDLE_SHARE, epochs
+    assert all(0.1 * MIN_SPAN_SHARE - 1e-3 <= e["span_s"] <= 0.1 for e in kept), [e["span_s"] for e in kept]
     written = sum(f.stat().st_size for f in (tmp_path / "out").glob("part-*.jsonl"))
     assert written > 0 and sum(e["sink_bytes"] for e in kept) == written
     totals = job.metrics()
     assert job.ledger.counts()["files"]["received"] == totals["files"]["received"] == ITEMS
     assert job.live_metrics() == {}  # ended
+
+
+def streaming(rate: float | None) -> DAG:
+    """numbers (at `rate` items per second, or as fast as it can) -> a shuffle -> a sink."""
+    dag = DAG()
+    numbers = dag.new_vertex("numbers", generator_stream(items_per_second=rate), local_parallelism=1)
+    sink = dag.new_vertex("sink", noop(), local_parallelism=1)
+    dag.edge(Edge.between(numbers, sink).distributed())
+    return dag
+
+
+def spans_of(spark: Any, tmp_path: Path, rate: float | None, interval_ms: int) -> list[dict[str, Any]]:
+    """The committed epochs of a job over `streaming(rate)`, oldest first, after five commits."""
+    config = JobConfig(
+        name=f"spans-{rate}",
+        processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE,
+        snapshot_interval_millis=interval_ms,
+        checkpoint_root=str(tmp_path / "cp"),
+    )
+    job = SparkRunner(spark, member_count=2).submit(streaming(rate), config)
+    try:
+        wait_until(lambda: job.epochs_committed >= 5 or job.status is not JobStatus.RUNNING, "5 epochs", 180)
+        assert job.status is JobStatus.RUNNING, job.error
+    finally:
+        job.cancel()
+    return sorted((e for e in job.ledger.epochs() if e["outcome"] == "committed"), key=lambda e: e["epoch"])
+
+
+def test_caught_up_sources_run_shorter_spans_so_that_an_epoch_lasts_about_its_interval(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A source at 50 items/s waits most of its span: after the first epoch, each runs the
+    interval less what the epochs before it took beyond their span (`epoch_span`)."""
+    epochs = spans_of(spark, tmp_path, 50.0, 1000)
+    assert epochs[0]["span_s"] == 1.0, "nothing measured yet: the whole interval"
+    assert all(e["sources_idle"] >= CAUGHT_UP_IDLE_SHARE for e in epochs), epochs
+    for before, epoch in itertools.pairwise(epochs):
+        if before["epoch"] == epoch["epoch"] - 1:  # the epoch right after a committed one
+            assert MIN_SPAN_SHARE - 1e-3 <= epoch["span_s"] < 1.0, epochs
+
+
+def test_sources_with_a_backlog_run_the_whole_interval(spark: Any, tmp_path: Path) -> None:
+    """A source that makes items as fast as it can never waits: a shorter span would only make
+    fewer items per epoch, so every epoch runs the interval."""
+    epochs = spans_of(spark, tmp_path, None, 300)
+    assert all(e["span_s"] == 0.3 and e["sources_idle"] < CAUGHT_UP_IDLE_SHARE for e in epochs), epochs

@@ -49,8 +49,12 @@ class EpochFigures:
     ended: float | None = None
     #: Seconds from its start to its end (for a committed epoch: to the end of its commit).
     duration_s: float | None = None
-    #: Seconds its sources ran before the terminal snapshot (the configured interval).
+    #: Seconds its sources ran before the terminal snapshot (`epoch_span`: the interval, or less
+    #: when the sources had caught up).
     span_s: float | None = None
+    #: The least share of its span a task of the sources' stages sat idle (`epoch_span`: at least
+    #: a quarter in every task means the sources caught up, and the next span is shortened).
+    sources_idle: float | None = None
     #: Items the DAG's sources emitted (once per item, though a source feeding several edges emits
     #: each to every one) and its sinks received in the epoch.
     items_in: int | None = None
@@ -128,12 +132,15 @@ class EpochLedger:
                 self._live.follow(epoch)
 
     @contextlib.contextmanager
-    def commit(self, epoch: int, outcome: Any) -> Iterator[None]:
+    def commit(self, epoch: int, outcome: Any, sources_idle: float | None = None) -> Iterator[None]:
         """Times the driver's commit of `epoch` (the block); the epoch counts as committed only if
-        the block returns. `outcome` is the epoch's `records.DriverReports`."""
+        the block returns. `outcome` is the epoch's `records.DriverReports`; `sources_idle` the
+        least share of its span a sources' task sat idle."""
         begun = self._clock()
         yield
-        self._end(epoch, COMMITTED, outcome, commit_ms=(self._clock() - begun) * 1000)
+        self._end(
+            epoch, COMMITTED, outcome, commit_ms=(self._clock() - begun) * 1000, sources_idle=sources_idle
+        )
 
     def completed(self, epoch: int, outcome: Any) -> None:
         """`epoch` was the job's last: every processor completed, no snapshot to commit."""
@@ -192,6 +199,7 @@ class EpochLedger:
         outcome: Any,
         commit_ms: float | None = None,
         cause: str | None = None,
+        sources_idle: float | None = None,
     ) -> None:
         with self._lock:
             if self._running is not None and self._running[0].epoch == epoch:
@@ -206,6 +214,8 @@ class EpochLedger:
                 figures.duration_s = round(self._clock() - begun, 3)
             if commit_ms is not None:
                 figures.commit_ms = round(commit_ms, 1)
+            if sources_idle is not None:
+                figures.sources_idle = round(sources_idle, 3)
             if outcome is not None:
                 self._take(figures, outcome)
                 if outcome_name != ABORTED:

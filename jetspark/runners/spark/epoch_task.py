@@ -121,6 +121,13 @@ class EpochTask:
         self._ticks = 0
         self._idle_tick = -2
         self._idle_rounds = 0
+        #: Seconds of the span in which no processor made progress (`idle_share`), and when the
+        #: last idle round ended.
+        self._idle_seconds = 0.0
+        self._idle_at: float | None = None
+        #: When the span began (the loop's first round) and when the terminal snapshot started.
+        self._span_began: float | None = None
+        self._span_ended: float | None = None
         self._restore_manifest: Manifest | None = None
         #: Per vertex: the chain this epoch's incremental file extends (`_plan_chains`).
         self._chains: dict[str, tuple[tuple[int, SnapshotFile], ...]] = {}
@@ -408,6 +415,10 @@ class EpochTask:
         consecutive = self._idle_tick == self._ticks - 1
         self._idle_tick = self._ticks
         self._idle_rounds = self._idle_rounds + 1 if consecutive else 1
+        now = time.monotonic()
+        if consecutive and not self._started and self._idle_at is not None and self._drained():
+            self._idle_seconds += now - self._idle_at  # a back-off sleep and a round without progress
+        self._idle_at = now
         if self._started or self._idle_rounds < 30:
             return False
         live = [t for t in self.tasklets if not t.is_done]
@@ -425,11 +436,13 @@ class EpochTask:
         now = time.monotonic()
         if self._deadline is None:
             self._deadline = now + self.spec.span
+            self._span_began = now
         due = self.spec.commit_only or now >= self._deadline
         if not due and reader is not None and reader.epoch_end_seen:
             due = True
         if due:
             self._started = True
+            self._span_ended = now
             if context.active_tasklets > 0:
                 context.start(self.spec.epoch, terminal=True)
         if reader is not None:
@@ -440,6 +453,21 @@ class EpochTask:
                     "(its producer's task was stopped or retried)"
                 )
 
+    def _drained(self) -> bool:
+        """No processor holds an item it has yet to pass on: the member waits for its sources'
+        input, not for a slow or held step (that would be a backlog, not idleness)."""
+        return all(t.is_done or t.pending_count() == 0 for t in self.tasklets)
+
+    @property
+    def idle_share(self) -> float:
+        """The share of its span in which this task's processors made no progress and held no
+        item (its sources had caught up with their input: `epoch_span`); -1.0 when its span never
+        began."""
+        if self._span_began is None:
+            return -1.0
+        ran = (self._span_ended or time.monotonic()) - self._span_began
+        return 1.0 if ran <= 0 else min(1.0, self._idle_seconds / ran)
+
     def report(self, carrier: int, stage: int) -> SnapshotFilesRecord:
         """The files written and the processors that completed (rather than snapshotted) this epoch."""
         completed = tuple(
@@ -447,4 +475,4 @@ class EpochTask:
             for t in self.tasklets
             if t.last_snapshot_id < self.spec.epoch
         )
-        return SnapshotFilesRecord(carrier, stage, self.member, tuple(self.files), completed)
+        return SnapshotFilesRecord(carrier, stage, self.member, tuple(self.files), completed, self.idle_share)

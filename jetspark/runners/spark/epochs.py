@@ -38,6 +38,7 @@ from jetspark.runners.job import Capabilities, EpochStats, JobStatus
 from jetspark.runners.member import add_metrics
 from jetspark.runners.sink_commits import SinkCommits
 from jetspark.runners.snapshot_io import commit_reported
+from jetspark.runners.spark.epoch_span import SpanPolicy, caught_up
 from jetspark.runners.spark.epoch_stats import EpochLedger
 from jetspark.runners.spark.epoch_tables import EpochTables
 from jetspark.runners.spark.epoch_task import EpochSpec
@@ -110,6 +111,10 @@ class EpochJob(SparkHandle):
         self._completed: set[tuple[str, int]] = set()
         #: Check every file's checksum before the next epoch (after one found a damaged file).
         self._verify = False
+        #: The sources' span of each epoch: the interval, shortened when the sources caught up
+        #: (`epoch_span`); the stages whose tasks' idle shares say whether they did.
+        self._spans = SpanPolicy(self.config.snapshot_interval_millis / 1000)
+        self._source_stages = frozenset(s.index for s in plan.stages.stages if not s.upstream)
         #: The sinks' transactions the driver commits right after each committed snapshot.
         self.sink_commits = SinkCommits(self.job_id, list(plan.vertices), prepared.meta_supplier)
 
@@ -259,7 +264,7 @@ class EpochJob(SparkHandle):
         else:
             restore_dir, restore_id = self.initial_dir, self.initial_id
         epoch = self._epoch = restore_id + 1
-        spec = self._spec(restore_dir, restore_id, self.config.snapshot_interval_millis / 1000)
+        spec = self._spec(restore_dir, restore_id, self._spans.next_span())
         try:
             outcome = self._run_epoch(spec)
         except BaseException as failure:
@@ -284,7 +289,8 @@ class EpochJob(SparkHandle):
                 return Step()
             try:
                 self.tables.stage(epoch, outcome.results)  # `write_epochs` sinks: before the commit
-                with self.ledger.commit(epoch, outcome):
+                sources_idle = outcome.least_idle_share(self._source_stages)
+                with self.ledger.commit(epoch, outcome, sources_idle):
                     committed = self._commit(epoch, outcome)
             except Exception as failure:  # LATEST did not move: the epoch is not committed
                 outcome, cause = None, failure
@@ -292,6 +298,7 @@ class EpochJob(SparkHandle):
             else:
                 # committed: make the sinks' output of it visible now, not at the next restore
                 self.sink_commits.commit(self.store, committed, self.plan.arrangement.partition_count)
+                self._spans.committed(spec.span, self._running_for(), caught_up(sources_idle))
                 return Step(more=True)
         self._abort(epoch)
         if outcome is not None:
@@ -437,6 +444,10 @@ class EpochJob(SparkHandle):
         started = self.running_epoch[1] if self.running_epoch else time.monotonic()
         self.last_committed_epoch = (epoch, time.monotonic() - started)
         return manifest
+
+    def _running_for(self) -> float:
+        """Seconds since the running epoch started."""
+        return time.monotonic() - self.running_epoch[1] if self.running_epoch else 0.0
 
     def _keep(self, outcome: DriverReports) -> None:
         """A committed (or the completing) epoch's results and metrics count; an aborted one's not."""

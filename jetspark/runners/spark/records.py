@@ -108,6 +108,8 @@ class SnapshotFilesRecord(NamedTuple):
     files: tuple[dict[str, Any], ...]
     #: (vertex, global processor index) of the processors that completed in this epoch.
     completed: tuple[tuple[str, int], ...]
+    #: The share of its span the task sat idle (`EpochTask.idle_share`; -1.0: not measured).
+    idle_share: float = -1.0
 
 
 Record = tuple[int, Any]
@@ -128,6 +130,8 @@ class DriverReports:
         #: Snapshot files (as JSON) and completed processors of an epoch.
         self.snapshot_files: list[dict[str, Any]] = []
         self.completed: set[tuple[str, int]] = set()
+        #: Per stage, the share of its span each of its tasks sat idle (`SnapshotFilesRecord`).
+        self.idle_shares: dict[int, list[float]] = {}
         #: Why the epoch must not commit, from the earliest stage that said so; None if nothing did.
         self.abort: str | None = None
         self._abort_stage = 0
@@ -141,6 +145,11 @@ class DriverReports:
             assert record.stage == DRIVER, f"{record!r} reached the driver"
             reports._take(record)
         return reports
+
+    def least_idle_share(self, stages: Iterable[int]) -> float | None:
+        """The least share of its span a task of `stages` sat idle; None if none reported one."""
+        shares = [share for stage in stages for share in self.idle_shares.get(stage, ())]
+        return min(shares) if shares else None
 
     def _take(self, record: Any) -> None:
         kind = type(record)
@@ -158,6 +167,8 @@ class DriverReports:
         elif kind is SnapshotFilesRecord:
             self.snapshot_files.extend(record.files)
             self.completed.update((vertex, int(index)) for vertex, index in record.completed)
+            if record.idle_share >= 0:
+                self.idle_shares.setdefault(record.source_stage, []).append(record.idle_share)
         elif kind is EpochAbortRecord:
             self.damaged = self.damaged or record.damaged
             if self.abort is None or record.source_stage < self._abort_stage:
