@@ -1,7 +1,7 @@
 """Latency from an event's creation to its row being visible (committed) in PostgreSQL, on Spark.
 
     python benchmarks/latency_bench.py [--epoch-millis 250 500 1000 10000] [--rate 50000]
-        [--seconds 40] [--min-epochs 12] [--warmup 10] [--keys 10000] [--dsn DSN]
+        [--seconds 40] [--min-epochs 12] [--warmup 10] [--keys 10000] [--sink insert|copy] [--dsn DSN]
 
 The job, EXACTLY_ONCE on an embedded Spark `local[2]` with 2 members, three vertices, each its own
 Spark stage (distributed edges):
@@ -121,14 +121,19 @@ class EventCount(KeyedCount):
         return (item[0], item[1], key, n)
 
 
-def latency_dag(dsn: str, table: str, t0: float, rate: float, count: int, keys: int) -> DAG:
+def latency_dag(
+    dsn: str, table: str, t0: float, rate: float, count: int, keys: int, sink: str = "insert"
+) -> DAG:
     dag = DAG()
     source = dag.new_vertex("source", lambda: ScheduledSource(t0, rate, count), local_parallelism=1)
     counts = dag.new_vertex("counts", lambda: EventCount(keys), local_parallelism=1)
     dag.edge(Edge.between(source, counts).partitioned(EventKeyOf(keys)).distributed())
-    insert = f"INSERT INTO {table} (seq, created, k, n) VALUES (%s, %s, %s, %s)"
-    sink = dag.new_vertex("sink", postgres(dsn, insert), local_parallelism=1)
-    dag.edge(Edge.between(counts, sink).distributed())
+    if sink == "copy":
+        statement = f"COPY {table} (seq, created, k, n) FROM STDIN"
+    else:
+        statement = f"INSERT INTO {table} (seq, created, k, n) VALUES (%s, %s, %s, %s)"
+    rows = dag.new_vertex("sink", postgres(dsn, statement), local_parallelism=1)
+    dag.edge(Edge.between(counts, rows).distributed())
     return dag
 
 
@@ -141,6 +146,7 @@ def run_interval(
     warmup: float,
     keys: int,
     timeline: str | None = None,
+    sink: str = "insert",
 ) -> dict[str, Any]:
     import psycopg
 
@@ -162,7 +168,7 @@ def run_interval(
     t0 = time.time() + 2.0  # the first events are created while the first epoch starts
     try:
         job: Any = SparkRunner(spark, member_count=2).submit(
-            latency_dag(dsn, table, t0, rate, count, keys), config
+            latency_dag(dsn, table, t0, rate, count, keys, sink), config
         )
         events = epoch_timeline.watch(job) if timeline is not None else []
         job.join()
@@ -242,6 +248,12 @@ def main() -> None:
     )
     parser.add_argument("--warmup", type=float, default=10, help="seconds of events left out of the figures")
     parser.add_argument("--keys", type=int, default=10_000)
+    parser.add_argument(
+        "--sink",
+        choices=["insert", "copy"],
+        default="insert",
+        help="the postgres sink's statement: an INSERT per row, or COPY ... FROM STDIN per batch",
+    )
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--dsn", help="a server with track_commit_timestamp=on (default: start one)")
     parser.add_argument(
@@ -267,7 +279,7 @@ def main() -> None:
         for epoch_millis in args.epoch_millis:
             seconds = max(args.seconds, args.warmup + args.min_epochs * epoch_millis / 1000)
             r = run_interval(
-                spark, dsn, epoch_millis, args.rate, seconds, args.warmup, args.keys, args.timeline
+                spark, dsn, epoch_millis, args.rate, seconds, args.warmup, args.keys, args.timeline, args.sink
             )
             print(
                 f"epochs of {epoch_millis:>5} ms: p50 {r['p50_ms']:7.0f} ms  p99 {r['p99_ms']:7.0f} ms  "

@@ -110,8 +110,8 @@ def faulty_dag(faults: Faults, out: str, dsn: str) -> DAG:
     dag.edge(Edge.between(source, counts).partitioned(key_of).distributed())
     files = dag.new_vertex("files", ProcessorSupplier.of(lambda: FaultyFiles(faults, out)))
     dag.edge(Edge.from_(counts, 0).to(files).distributed())
-    insert = "INSERT INTO counts (k, n) VALUES (%s, %s)"
-    table = dag.new_vertex("table", ProcessorSupplier.of(lambda: _PostgresP(dsn, insert, tuple, 100_000)))
+    copy = "COPY counts (k, n) FROM STDIN"  # the sink's COPY path (an INSERT's is the same 2PC)
+    table = dag.new_vertex("table", ProcessorSupplier.of(lambda: _PostgresP(dsn, copy, tuple, 100_000)))
     dag.edge(Edge.from_(counts, 1).to(table).distributed())
     return dag
 

@@ -1,0 +1,75 @@
+"""The PostgreSQL sink's two statements against a real server (tests/postgres_server.py): an
+INSERT per row, or a COPY per batch of rows, both inside the transactions the snapshots prepare."""
+
+from __future__ import annotations
+
+import uuid
+
+import psycopg
+import pytest
+
+from jetspark import DAG, Edge, JobConfig, ProcessingGuarantee
+from jetspark import processors as P
+from jetspark.processors.postgres import _PostgresP
+from jetspark.testing import run_dag
+
+
+def fresh_table(dsn: str) -> str:
+    table = f"rows_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE TABLE {table} (k int, word text)")
+    return table
+
+
+def rows_of(dsn: str, table: str) -> list[tuple[int, str]]:
+    with psycopg.connect(dsn) as conn:
+        return sorted(conn.execute(f"SELECT k, word FROM {table}").fetchall())
+
+
+@pytest.mark.parametrize(
+    "statement", ["INSERT INTO {t} (k, word) VALUES (%s, %s)", "COPY {t} (k, word) FROM STDIN"]
+)
+def test_every_item_becomes_one_committed_row_with_either_statement(
+    postgres_dsn: str, statement: str
+) -> None:
+    table = fresh_table(postgres_dsn)
+    items = [(i, f"w'{i}\t\\") for i in range(2500)]  # quotes, tabs, backslashes: COPY escapes them
+    dag = DAG()
+    source = dag.new_vertex("source", P.from_iterable(items), local_parallelism=2)
+    sink = dag.new_vertex(
+        "db",
+        P.postgres(postgres_dsn, statement.format(t=table), max_transaction_items=700),
+        local_parallelism=2,
+    )
+    dag.edge(Edge.between(source, sink))
+    run_dag(
+        dag, JobConfig(processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE, snapshot_interval_millis=50)
+    )
+    assert rows_of(postgres_dsn, table) == items
+    with psycopg.connect(postgres_dsn) as conn:
+        assert conn.execute("SELECT count(*) FROM pg_prepared_xacts").fetchone() == (0,)
+
+
+def test_copied_rows_of_a_prepared_transaction_rolled_back_never_show(postgres_dsn: str) -> None:
+    """A COPY goes into the open transaction like an INSERT: prepared, then rolled back (its
+    snapshot never committed), none of its rows are visible."""
+    table = fresh_table(postgres_dsn)
+    sink = _PostgresP(postgres_dsn, f"COPY {table} (k, word) FROM STDIN", tuple, 1000)
+    sink._conn = psycopg.connect(postgres_dsn, autocommit=True)
+    sink._control = psycopg.connect(postgres_dsn, autocommit=True)
+    try:
+        gid = f"copy-test-{uuid.uuid4().hex[:6]}-0"
+        sink.write(gid, [(1, "a"), (2, "b")])
+        sink.prepare(gid)
+        assert rows_of(postgres_dsn, table) == []
+        assert sink.pending(gid.rsplit("-", 1)[0]) == [gid]
+        sink.rollback(gid)
+        assert rows_of(postgres_dsn, table) == [] and sink.pending(gid.rsplit("-", 1)[0]) == []
+    finally:
+        sink.close()
+
+
+@pytest.mark.parametrize("statement", ["COPY t (k) FROM '/tmp/rows.csv'", "COPY t TO STDOUT"])
+def test_a_copy_that_does_not_read_from_stdin_fails_when_the_dag_is_built(statement: str) -> None:
+    with pytest.raises(ValueError, match=r"postgres sink: a COPY statement must read its rows FROM STDIN"):
+        P.postgres("dbname=x", statement)
