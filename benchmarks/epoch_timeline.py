@@ -8,8 +8,9 @@ methods from its start; each task appends one JSON line to the file named by `JE
 `watch(job)` wraps the driver's epoch loop of one job. `breakdown(path, job_events, first, last)`
 sums both into the seconds per epoch of each step, in the order they happen:
 
-- driver, before the Spark job: read `LATEST` and the manifest, make the epoch's spec; then build
-  the epoch's RDDs (py4j calls);
+- driver, before the Spark job: read `LATEST` and the manifest, make the epoch's spec; then take
+  the epoch's RDDs (built while the epoch before ran, `runners/spark/prebuild.py`: what is left
+  is the wait for that build, or the whole build for the first epoch);
 - Spark: from the job's submission to the first task of the first stage (scheduling, the task's
   launch in a Python worker, unpickling the command and the task spec);
 - per stage: its tasks' steps (the slowest member's): state cache lookup, reading the share
@@ -154,7 +155,7 @@ def watch(job: Any) -> list[dict[str, Any]]:
     """Wrap `job`'s epoch loop (an `EpochJob`); returns the list its epochs' events go to."""
     events: list[dict[str, Any]] = []
     current: dict[str, Any] = {}
-    execute, run_epoch, build, commit = job.execute, job._run_epoch, job._build, job._commit
+    execute, run_epoch, take, commit = job.execute, job._run_epoch, job._rdds.take, job._commit
 
     def timed_execute() -> Any:
         current.clear()
@@ -177,7 +178,7 @@ def watch(job: Any) -> list[dict[str, Any]]:
 
     job.execute = timed_execute
     job._run_epoch = stamped("job", run_epoch)
-    job._build = stamped("build", build)
+    job._rdds.take = stamped("build", take)  # the RDDs, built while the epoch before ran
     job._commit = stamped("commit", commit)
     return events
 
@@ -213,7 +214,7 @@ def breakdown(
         if d is None or not mine or "build_start" not in d:
             continue
         add("driver: LATEST, manifest, spec", d["build_start"] - d["start"])
-        add("driver: build the epoch's RDDs", d["build_end"] - d["build_start"])
+        add("driver: take the epoch's RDDs (built ahead)", d["build_end"] - d["build_start"])
         stages = sorted({t["stage"] for t in mine})
         previous = d["build_end"]
         for stage in stages:

@@ -268,6 +268,7 @@ EPOCH_COLUMNS = (
     ("time_text", "ended"),
     ("duration_s", "duration (s)"),
     ("span_s", "sources ran (s)"),
+    ("sources_idle", "sources idle"),
     ("items_in", "items in"),
     ("items_out", "items out"),
     ("state_bytes", "state bytes"),

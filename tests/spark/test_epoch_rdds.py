@@ -73,3 +73,27 @@ def test_every_jvm_rdd_of_an_epoch_is_run_and_the_empty_source_input_is_made_onc
     assert second_made and second_made <= second_run
     shared = first_run & second_run  # the source stage's empty input, and nothing else
     assert len(shared) == 1 and shared.isdisjoint(second_made), (first_run, second_run)
+
+
+def test_each_epoch_after_the_first_runs_on_rdds_built_while_the_one_before_ran(
+    spark: Any, tmp_path: Path
+) -> None:
+    """The tasks get each epoch's spec from the Spark job's local property, so the RDDs were
+    built ahead (`prebuild`); the output is exact all the same."""
+    config = JobConfig(
+        name="prebuilt",
+        processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE,
+        snapshot_interval_millis=100,
+        checkpoint_root=str(tmp_path / "ck"),
+    )
+    dag = DAG()
+    source = dag.new_vertex("source", P.generator_stream(count=3000, items_per_second=3000))
+    double = dag.new_vertex("double", P.map(lambda x: 2 * x))
+    dag.edge(Edge.between(source, double).distributed())
+    dag.edge(Edge.between(double, dag.new_vertex("sink", P.collect())).distributed())
+    job: Any = SparkRunner(spark, member_count=2).submit(dag, config)
+    job.join(180)
+    assert sorted(job.result("sink")) == [2 * i for i in range(3000)]
+    runs = job.epochs_committed + job.epochs_aborted + 1  # the last epoch completes the job
+    assert runs >= 3, job.epoch_stats()
+    assert job._rdds.on_the_spot == 1 and job._rdds.ahead == runs - 1, (job._rdds.ahead, runs)

@@ -152,12 +152,16 @@ def test_an_epochs_live_counts_rise_and_committed_epochs_show_their_figures(
                 "sink_bytes",
                 "commit_ms",
                 "duration_s",
+                "span_s",
+                "sources_idle",
             )
         }
         assert number(shown["items_in"]) > 0 and number(shown["items_out"]) > 0, shown
         assert number(shown["state_bytes"]) > 0 and number(shown["state_entries"]) >= 1, shown
         assert number(shown["sink_bytes"]) > 0, shown  # each epoch's items became a file
         assert number(shown["commit_ms"]) > 0 and number(shown["duration_s"]) > 0, shown
+        assert number(shown["span_s"]) > 0 and shown["sources_idle"].strip(), shown
+        assert 0 <= number(shown["sources_idle"]) <= 1, shown
     first = committed.last  # epoch 0: its 250 held items and whatever followed the opening
     assert first.locator('[data-field="epoch"]').inner_text() == "0"
     assert number(first.locator('[data-field="items_out"]').inner_text()) >= 250

@@ -16,6 +16,7 @@ An epoch (see `runners.spark.epochs`) starts from the committed snapshot it name
 
 from __future__ import annotations
 
+import base64
 import functools
 import time
 from typing import TYPE_CHECKING, Any
@@ -72,6 +73,32 @@ class EpochSpec:
     run_id: str = ""
     #: Restore (which commits the restored transactions), snapshot at once, write nothing.
     commit_only: bool = False
+
+
+#: The Spark local property that carries an epoch's pickled `EpochSpec` (base64) to its tasks: the
+#: driver builds the next epoch's RDDs while one runs, before its spec is known (`epochs`).
+SPEC_PROPERTY = "jetspark.epoch.spec"
+#: What a task's `epoch_bytes` are when the spec comes with the job's local property.
+FROM_PROPERTY = b"jetspark:epoch-spec-from-local-property"
+
+
+def spec_property(epoch_bytes: bytes) -> str:
+    """The local property's value for a pickled spec."""
+    return base64.b64encode(epoch_bytes).decode("ascii")
+
+
+def epoch_bytes_of_task() -> bytes:
+    """The pickled spec of the running task's epoch, from its Spark job's local property."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    value = None if context is None else context.getLocalProperty(SPEC_PROPERTY)
+    if not value:
+        raise RuntimeError(
+            f"an epoch task found no {SPEC_PROPERTY!r} local property: its Spark job was not submitted "
+            "by jetspark's epoch loop"
+        )
+    return base64.b64decode(value)
 
 
 def _attempt_number() -> int:

@@ -41,10 +41,11 @@ from jetspark.runners.snapshot_io import commit_reported
 from jetspark.runners.spark.epoch_span import SpanPolicy, caught_up
 from jetspark.runners.spark.epoch_stats import EpochLedger
 from jetspark.runners.spark.epoch_tables import EpochTables
-from jetspark.runners.spark.epoch_task import EpochSpec
+from jetspark.runners.spark.epoch_task import FROM_PROPERTY, SPEC_PROPERTY, EpochSpec, spec_property
 from jetspark.runners.spark.failures import describe_failure
 from jetspark.runners.spark.handle import SparkHandle
 from jetspark.runners.spark.live import LiveMetrics
+from jetspark.runners.spark.prebuild import Prebuilt
 from jetspark.runners.spark.records import DriverReports, dumps
 from jetspark.runners.spark.session import call_site
 from jetspark.runners.spark.side_inputs import drop_side_inputs
@@ -115,6 +116,9 @@ class EpochJob(SparkHandle):
         #: (`epoch_span`); the stages whose tasks' idle shares say whether they did.
         self._spans = SpanPolicy(self.config.snapshot_interval_millis / 1000)
         self._source_stages = frozenset(s.index for s in plan.stages.stages if not s.upstream)
+        #: Each epoch's RDDs, built while the epoch before runs (`prebuild`); the tasks read the
+        #: epoch's spec from the Spark job's local property.
+        self._rdds = Prebuilt(lambda: build(FROM_PROPERTY), self.job_id)
         #: The sinks' transactions the driver commits right after each committed snapshot.
         self.sink_commits = SinkCommits(self.job_id, list(plan.vertices), prepared.meta_supplier)
 
@@ -408,11 +412,15 @@ class EpochJob(SparkHandle):
     def _run_epoch(self, spec: EpochSpec) -> DriverReports:
         self.running_epoch = (spec.epoch, time.monotonic())
         self.ledger.started(spec.epoch, spec.commit_only, spec.span)
-        final_rdd, persisted = self._build(dumps(spec))
+        final_rdd, persisted = self._rdds.take()
+        sc = self.spark.sparkContext
+        sc.setLocalProperty(SPEC_PROPERTY, spec_property(dumps(spec)))  # the tasks' spec
+        self._rdds.start_next()  # the next epoch's RDDs, built while this one runs
         try:
-            with call_site(self.spark.sparkContext, final_rdd.name()):
+            with call_site(sc, final_rdd.name()):
                 records = final_rdd.collect()
         finally:
+            sc.setLocalProperty(SPEC_PROPERTY, None)
             for rdd in persisted:
                 rdd.unpersist(blocking=False)
         return DriverReports.of(records, self.plan.vertices)

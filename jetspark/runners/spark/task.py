@@ -44,7 +44,14 @@ from jetspark.planning.plan import ExecutionPlan, ProcessorId
 from jetspark.runners.member import MemberExecution
 from jetspark.runners.output import AttemptStaging
 from jetspark.runners.spark import handoff, state_cache
-from jetspark.runners.spark.epoch_task import EpochAborted, EpochSpec, EpochTask, _attempt_number
+from jetspark.runners.spark.epoch_task import (
+    FROM_PROPERTY,
+    EpochAborted,
+    EpochSpec,
+    EpochTask,
+    _attempt_number,
+    epoch_bytes_of_task,
+)
 from jetspark.runners.spark.failures import encode_failure
 from jetspark.runners.spark.live import NO_EPOCH, Address, LiveReporter
 from jetspark.runners.spark.records import (
@@ -124,6 +131,8 @@ def run_stage_task(
     apply_log_level()  # `jetspark run/submit --log-level`, in this Python worker too
     members = tuple(task_members[task]) if task_members is not None else (task,)
     member = members[0]  # names the task in messages; its reports are addressed to it
+    if epoch_bytes == FROM_PROPERTY:
+        epoch_bytes = epoch_bytes_of_task()
     try:
         spec: TaskSpec = pickle.loads(spec_bytes)
         epoch_spec: EpochSpec | None = None if epoch_bytes is None else pickle.loads(epoch_bytes)
