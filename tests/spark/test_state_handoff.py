@@ -175,3 +175,23 @@ def test_a_worker_killed_mid_relay_aborts_the_epoch_and_the_rows_stay_exact(
     # hold processors of an aborted or superseded run (and say so in the registry) when the job
     # ends; they are dropped at its next task of the job, after 10 idle minutes, or with the
     # worker (see the report of the handoff branch).
+
+
+def test_a_cancelled_jobs_kept_state_is_dropped_by_its_holders(spark: Any, tmp_path: Path) -> None:
+    """While the job runs, two workers keep its members' processors (and say so in the registry);
+    once it is cancelled, the driver tells them to close what they keep: no entry of it is left."""
+    out = str(tmp_path / "out")
+    gate = Gate(tmp_path / "gate", hold_at=3000)
+    config = two_members("handoff-cancel", str(tmp_path / "ck"))
+    job = SparkRunner(spark).submit(streaming_dag(out, 6000, source=gated_stream(gate, count=6000)), config)
+    wait_until(
+        lambda: (
+            (job.epochs_committed >= 3 and len(handoff_registry.entries(job.job_id)) == 2)
+            or job.status is not JobStatus.RUNNING
+        ),
+        timeout=180,
+    )
+    assert job.status is JobStatus.RUNNING, job.error
+    job.cancel()
+    assert job.status is JobStatus.CANCELLED
+    wait_until(lambda: handoff_registry.entries(job.job_id) == [], "the holders to drop the job's state")

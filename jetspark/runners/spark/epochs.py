@@ -38,6 +38,7 @@ from jetspark.runners.job import Capabilities, EpochStats, JobStatus
 from jetspark.runners.member import add_metrics
 from jetspark.runners.sink_commits import SinkCommits
 from jetspark.runners.snapshot_io import commit_reported
+from jetspark.runners.spark import handoff
 from jetspark.runners.spark.epoch_span import SpanPolicy, caught_up
 from jetspark.runners.spark.epoch_stats import EpochLedger
 from jetspark.runners.spark.epoch_tables import EpochTables
@@ -235,6 +236,8 @@ class EpochJob(SparkHandle):
         if error is not None and not isinstance(error, JobFailedError):
             error = self._translate(error)
         final = settle(self, error, self._stopped)
+        if final is not JobStatus.SUSPENDED:  # a suspended job's resume finds its state kept
+            self._release_kept_state()
         # the record stays, marked completed, and the snapshots go; or everything goes (cancelled)
         tidy_store(self.name, self.store, self.record, final)
         if final is JobStatus.COMPLETED:
@@ -475,6 +478,17 @@ class EpochJob(SparkHandle):
             self.store.forget_run(spec.run_id)
         except OSError:
             _log.debug("removing the claim markers of run %s failed", spec.run_id, exc_info=True)
+
+    def _release_kept_state(self) -> None:
+        """The job ended: workers of this host that keep its processors close them now
+        (`handoff.forget_job`), rather than holding the state until their next task."""
+        try:
+            told = handoff.forget_job(self.job_id)
+        except Exception:  # best effort: a holder not told drops them when it next runs a task
+            _log.debug("job %r: telling the workers to drop its kept state failed", self.name, exc_info=True)
+            return
+        if told:
+            _log.info("job %r: told %d worker(s) to drop the state they kept for it", self.name, told)
 
     def _commit_only(self) -> None:
         """Restore the last committed snapshot once more (committing its transactions), then stop."""

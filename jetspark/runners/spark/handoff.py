@@ -168,6 +168,27 @@ def _tell_to_forget(holder: handoff_registry.Holder, request: Request) -> None:
             pass
 
 
+def forget_job(job_id: str) -> int:
+    """At a job's end (completed, cancelled, suspended, failed), tell every worker of this host
+    that the registry names as holding processors of the job to close them and withdraw its
+    entries, so their state does not stay in memory until the workers' next task. Returns how many
+    were told. Holders on other hosts are not reachable from here: they drop what they keep when
+    their next task of any job finds it idle for `state_cache.IDLE_SECONDS`."""
+    told = 0
+    for path in handoff_registry.entries(job_id):
+        stage_member = handoff_registry.stage_and_member(path, job_id)
+        if stage_member is None:
+            continue
+        stage, member = stage_member
+        holder = handoff_registry.lookup(job_id, stage, member)
+        if holder is None or not handoff_registry.alive(holder.pid):
+            continue
+        request = Request(b"", stage, None, member, b"", None, (-1, -1), job_id, member, (), -1, -1)
+        _tell_to_forget(holder, request)
+        told += 1
+    return told
+
+
 class Relay:
     """The relaying task's side of one accepted relay (see the module docstring)."""
 

@@ -108,6 +108,12 @@ def entries(job_id: str) -> list[Path]:
     return sorted(root.glob(f"{_UNSAFE.sub('_', job_id)}-s*-m*.holder"))
 
 
+def stage_and_member(path: Path, job_id: str) -> tuple[int, int] | None:
+    """The (stage, member) an entry of `entries(job_id)` names, or None for another name."""
+    match = re.fullmatch(re.escape(_UNSAFE.sub("_", job_id)) + r"-s(\d+)-m(\d+)\.holder", path.name)
+    return None if match is None else (int(match.group(1)), int(match.group(2)))
+
+
 def note_relay(job_id: str, stage: int, member: int, holder: int, relaying: int, epoch: int) -> None:
     """While a holder runs a relayed task: which worker relays it (`.relay` next to the entry),
     for an operator (and tests) to see; removed by `end_relay`."""

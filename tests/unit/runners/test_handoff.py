@@ -274,3 +274,22 @@ def test_records_cross_as_pickles() -> None:
 
     record = DataRecord(1, 0, (0, 0), (1, 0), 3, b"payload", 0)
     assert pickle.loads(pickle.dumps(record, pickle.HIGHEST_PROTOCOL)) == record
+
+
+def test_at_a_jobs_end_the_driver_tells_the_holders_of_this_host_to_drop_what_they_keep(
+    holder: tuple[int, Path],
+) -> None:
+    _, marks = holder
+    handoff_registry.advertise("other-job", STAGE, 0, handoff_registry.Holder(os.getpid(), "nowhere", 5))
+    assert handoff.forget_job(JOB) == 1
+    wait_until((marks / "closed5").exists, "the holder to close what it kept")
+    wait_until(lambda: handoff_registry.entries(JOB) == [], "the holder's entry withdrawn")
+    assert handoff.forget_job(JOB) == 0, "nothing left to tell"
+    assert [p.name for p in handoff_registry.entries("other-job")] == [f"other-job-s{STAGE}-m0.holder"]
+
+
+def test_an_entry_names_its_stage_and_member() -> None:
+    root = Path("/r")
+    assert handoff_registry.stage_and_member(root / "job.1-s2-m13.holder", "job.1") == (2, 13)
+    assert handoff_registry.stage_and_member(root / "job.1-s2-m13.relay", "job.1") is None
+    assert handoff_registry.stage_and_member(root / "job.10-s2-m13.holder", "job.1") is None
