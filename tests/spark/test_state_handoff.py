@@ -30,6 +30,17 @@ from tests.waiting import wait_until
 pytestmark = pytest.mark.spark
 
 
+def wait_for_two_holders(job: Any, epochs: int) -> None:
+    """Until `epochs` epochs committed and two workers keep the members' processors (or the job ended)."""
+    wait_until(
+        lambda: (
+            (job.epochs_committed >= epochs and len(handoff_registry.entries(job.job_id)) == 2)
+            or job.status is not JobStatus.RUNNING
+        ),
+        timeout=180,
+    )
+
+
 def test_every_restore_of_a_steady_job_hits_and_the_registry_is_empty_after_it(
     spark: Any, tmp_path: Path
 ) -> None:
@@ -63,13 +74,7 @@ def test_a_holder_killed_while_idle_leaves_a_stale_entry_and_its_member_restores
     gate = Gate(tmp_path / "gate", hold_at=3000)
     config = two_members("handoff-idle-kill", root)
     job = SparkRunner(spark).submit(streaming_dag(out, 6000, source=gated_stream(gate, count=6000)), config)
-    wait_until(
-        lambda: (
-            (job.epochs_committed >= 4 and len(handoff_registry.entries(job.job_id)) == 2)
-            or job.status is not JobStatus.RUNNING
-        ),
-        timeout=180,
-    )
+    wait_for_two_holders(job, 4)
     job.suspend()
     holders = {json.loads(p.read_text())["pid"] for p in handoff_registry.entries(job.job_id)}
     assert len(handoff_registry.entries(job.job_id)) == 2 and holders
@@ -139,13 +144,7 @@ def test_a_worker_killed_mid_relay_aborts_the_epoch_and_the_rows_stay_exact(
     config = attrs.evolve(two_members(f"handoff-kill-{victim}", root), snapshot_interval_millis=200)
     dag = held_dag(out, gated_stream(gate, count=6000), str(holds_dir), holds)
     job = SparkRunner(spark, max_restarts=5).submit(dag, config)
-    wait_until(
-        lambda: (
-            (job.epochs_committed >= 4 and len(handoff_registry.entries(job.job_id)) == 2)
-            or job.status is not JobStatus.RUNNING
-        ),
-        timeout=180,
-    )
+    wait_for_two_holders(job, 4)
     killed = None
     for item in holds:  # one hold per run: the next one comes two committed epochs later
         gate.hold_at(item + 1)
@@ -184,13 +183,7 @@ def test_a_cancelled_jobs_kept_state_is_dropped_by_its_holders(spark: Any, tmp_p
     gate = Gate(tmp_path / "gate", hold_at=3000)
     config = two_members("handoff-cancel", str(tmp_path / "ck"))
     job = SparkRunner(spark).submit(streaming_dag(out, 6000, source=gated_stream(gate, count=6000)), config)
-    wait_until(
-        lambda: (
-            (job.epochs_committed >= 3 and len(handoff_registry.entries(job.job_id)) == 2)
-            or job.status is not JobStatus.RUNNING
-        ),
-        timeout=180,
-    )
+    wait_for_two_holders(job, 3)
     assert job.status is JobStatus.RUNNING, job.error
     job.cancel()
     assert job.status is JobStatus.CANCELLED
