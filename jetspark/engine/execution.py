@@ -164,12 +164,8 @@ class Execution:
             self._fail(None, error)
 
     def _run_thread(self, tasklet: ProcessorTasklet) -> None:
-        """The loop of one non-cooperative tasklet, on its own thread. Its back-off stops at 1 ms,
-        as the cooperative loop's: at Jet's 5 ms, each step of a snapshot through a non-cooperative
-        sink (its barrier, save, prepare) waited out a back-off, 30-40 ms of a quiet epoch's sink
-        stage on Spark (`benchmarks/epoch_timeline.py`); an idle thread's 1,000 empty calls a
-        second cost about 1% of a core."""
-        idle = IdleStrategy(max_sleep=1e-3)
+        """The loop of one non-cooperative tasklet, on its own thread."""
+        idle = IdleStrategy(max_sleep=5e-3)
         stop = self._stop
         in_call = self._in_call
         while not tasklet.is_done and not stop.is_set():
