@@ -7,6 +7,7 @@ import threading
 import pytest
 
 from jetspark.runners.spark.prebuild import Prebuilt
+from tests.waiting import wait_until
 
 
 class Builds:
@@ -67,3 +68,29 @@ def test_a_build_that_fails_on_the_spot_raises_its_error() -> None:
     prebuilt.start_next()
     with pytest.raises(OSError, match="build 2 failed"):
         prebuilt.take()
+
+
+def test_a_background_build_that_does_not_finish_in_time_is_left_and_built_on_the_spot() -> None:
+    """A stuck build never holds the epochs up: after the wait, `take` builds on the spot, and the
+    stuck build's late result is handed to nobody."""
+    gate = threading.Event()
+    calls: list[str] = []
+
+    def build() -> str:
+        calls.append(threading.current_thread().name)
+        if len(calls) == 1:
+            gate.wait(30)  # the background build is stuck until the test lets it go
+            return "stale"
+        return f"fresh{len(calls)}"
+
+    prebuilt = Prebuilt(build, "job", wait=0.01)
+    prebuilt.start_next()
+    wait_until(lambda: len(calls) == 1, "the background build to start")
+    assert prebuilt.take() == "fresh2"
+    assert (prebuilt.ahead, prebuilt.on_the_spot) == (0, 1)
+    gate.set()
+    wait_until(
+        lambda: not any(t.name == "jetspark-prebuild-job" for t in threading.enumerate()),
+        "the stuck build to end",
+    )
+    assert prebuilt.take() == "fresh3", "the stuck build's late result went nowhere"
