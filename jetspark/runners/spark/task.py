@@ -180,6 +180,7 @@ def run_stage_task(
         refused = epoch.refusal(stage_index, carrier)
         if refused is not None:
             yield member, refused
+            _drain(records, direct_source)
             return
     results = StreamingResults(output, member, carrier, spec.record_items)
 
@@ -235,6 +236,7 @@ def run_stage_task(
                 member,
                 EpochAbortRecord(carrier, stage_index, member, reason, (damage.path, damage.problem)),
             )
+            _drain(records, direct_source)
             return
         except Exception as failure:
             epoch.abandon(handed_over=False)
@@ -372,6 +374,17 @@ def _stoppable(
 def _epoch_number(epoch: EpochTask | None) -> int:
     """The tag of the task's live reports: its epoch, or none in a batch job."""
     return NO_EPOCH if epoch is None or epoch.spec.commit_only else epoch.spec.epoch
+
+
+def _drain(records: Iterable[Any], direct_source: str | None) -> None:
+    """Read the rest of a task's shuffled input before it ends early (it refused to run, or its
+    restore found a damaged file): PySpark does not reuse a Python worker that left its input
+    unread, and closes it, and that worker may be the holder serving another member's relayed run
+    (`handoff`), which would then fail and abort the epoch for nothing. A source's own Spark
+    partition (`direct_source`) is left unread: it may be large, and this epoch aborts anyway."""
+    if direct_source is None:
+        for _ in records:
+            pass
 
 
 def _either(first: Callable[[], bool] | None, second: Callable[[], bool]) -> Callable[[], bool]:
