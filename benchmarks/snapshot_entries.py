@@ -8,6 +8,10 @@ value (a count and a sum, as a keyed aggregation saves), the best of `--repeat` 
 - `offer`: the entries offered through the engine's outbox (`OutboxImpl.offer_to_snapshot`:
   the key's partition, key and value pickled), 1,024 a call as a tasklet's save calls make them
   (with the collector paused around each call where the tasklet pauses it: `engine/gc_pause.py`);
+- `KeyedState save`: the same entries saved by a `KeyedState` holding them all, in an
+  incremental save where every key changed (the busy epoch of a keyed count: what
+  `epoch_state_bench.py --keyed-state` saves), through the same outbox, calls made until it
+  returns True;
 - `encode + write`: the vertex's file written and committed (`snapshot_io.commit_snapshot`);
 - `restore`: the file read and checked, its entries decoded, routed to the processor that owns
   their partition (2 members x 2 processors) and unpickled for each (`snapshot_io.read_snapshot`,
@@ -71,6 +75,43 @@ def offer(keys: list[Any]) -> list[SnapshotEntry]:
                 index += 1
         outbox.flush()
     return saved
+
+
+def keyed_state_save(keys: list[Any]) -> list[SnapshotEntry]:
+    """A `KeyedState` of every key saved incrementally with every key changed."""
+    from jetspark.core.keyed_state import KeyedState
+
+    state: KeyedState[Any, Any] = KeyedState((key, (index, index * 2)) for index, key in enumerate(keys))
+    state.touch(keys[0])  # tracking on, every key changed
+    state._changed = set(keys)
+    saved: list[SnapshotEntry] = []
+    outbox = OutboxImpl([], "bench", 1024, saved.extend, DEFAULT_PARTITION_COUNT)
+    outbox.save_only(set(state.changed_keys()))
+    outbox.allow_snapshot_offers("save_to_snapshot")
+
+    class Processor:
+        def __init__(self) -> None:
+            self.outbox = outbox
+
+        def try_emit_to_snapshot(self, key: Any, value: Any) -> bool:
+            return outbox.offer_to_snapshot(key, value)
+
+    processor = Processor()
+    started = time.process_time()
+    while True:
+        with around_save():
+            done = state.save(processor)
+        outbox.flush()
+        if done:
+            break
+    outbox.end_incremental()
+    outbox.flush()
+    _timed[0] = time.process_time() - started
+    return saved
+
+
+#: CPU seconds of the last `keyed_state_save`'s saving alone (the state's build left out).
+_timed = [0.0]
 
 
 class _Plan:
@@ -172,6 +213,11 @@ def main() -> None:
     keys = list(map(KEYS[args.key_type], range(args.keys)))
     offered, entries = best(lambda: offer(keys), args.repeat)
     assert len(entries) == args.keys
+    keyed = float("inf")
+    for _ in range(args.repeat):
+        gc.collect()
+        assert len(keyed_state_save(keys)) == args.keys
+        keyed = min(keyed, _timed[0])
     root = tempfile.mkdtemp(prefix="jetspark-entries-")
     store = CheckpointStore(root, "bench")
     ids = iter(range(10**6))
@@ -188,6 +234,7 @@ def main() -> None:
     per = 1e6 / args.keys
     print(
         f"keys {args.keys:,} ({args.key_type}): offer {offered:.3f} s ({offered * per:.2f} us/entry), "
+        f"KeyedState save {keyed:.3f} s ({keyed * per:.2f} us/entry), "
         f"encode + write {written:.3f} s ({written * per:.2f} us/entry), "
         f"restore {restored:.3f} s ({restored * per:.2f} us/entry) [jetspark of {Path(jetspark.__file__).parents[1]}]",
         flush=True,

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import operator
 from collections.abc import Callable, Sequence
+from itertools import islice
 from typing import Any
 
 from jetspark.core.context import ProcessorContext
@@ -14,6 +16,9 @@ from jetspark.core.traverser import Traverser
 from jetspark.core.watermark import Watermark
 
 _NO_ITEM: Any = object()
+#: Snapshot entries `emit_from_traverser_to_snapshot` offers per `offer_all_to_snapshot` call.
+_SNAPSHOT_CHUNK = 1 << 14
+_FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
 _PER_ORDINAL = ("try_process0", "try_process1", "try_process2", "try_process3", "try_process4")
 
 
@@ -124,16 +129,24 @@ class AbstractProcessor(Processor):
         return True
 
     def emit_from_traverser_to_snapshot(self, traverser: Traverser[tuple[Any, Any]]) -> bool:
-        """Emit `(key, value)` entries from `traverser` to the snapshot, like `emit_from_traverser`."""
-        pending = self._pending_traverser_item.get(id(traverser), _NO_ITEM)
-        entry = pending if pending is not _NO_ITEM else traverser.next()
-        while entry is not None:
-            if not self.outbox.offer_to_snapshot(entry[0], entry[1]):
-                self._pending_traverser_item[id(traverser)] = entry
+        """Emit `(key, value)` entries from `traverser` to the snapshot, like `emit_from_traverser`.
+
+        In bulk (`Outbox.offer_all_to_snapshot`), a chunk of entries at a time; entries taken
+        from the traverser but refused are kept and offered first on the next call."""
+        pending = self._pending_traverser_item
+        key = id(traverser)
+        chunk: list[Any] = pending.pop(key, None) or []
+        entries = iter(traverser.next, None)
+        while True:
+            if len(chunk) < _SNAPSHOT_CHUNK:
+                chunk.extend(islice(entries, _SNAPSHOT_CHUNK - len(chunk)))
+            if not chunk:
+                return True
+            taken = self.outbox.offer_all_to_snapshot(list(map(_FIRST, chunk)), list(map(_SECOND, chunk)))
+            if taken < len(chunk):
+                pending[key] = chunk[taken:]
                 return False
-            entry = traverser.next()
-        self._pending_traverser_item.pop(id(traverser), None)
-        return True
+            chunk = []
 
     @property
     def _pending_traverser_item(self) -> dict[int, Any]:

@@ -31,34 +31,36 @@ key space).
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
+from itertools import repeat
 from typing import Any, Protocol, TypeVar
 
 K = TypeVar("K")
 V = TypeVar("V")
 
 _MISSING: Any = object()
+#: Entries offered per `offer_all_to_snapshot` call.
+_CHUNK = 1 << 14
 
 
 class _Saver(Protocol):
-    """What `KeyedState.save` needs of the processor (an `AbstractProcessor` has both)."""
+    """What `KeyedState.save` needs of the processor (an `AbstractProcessor` has it)."""
 
     @property
     def outbox(self) -> Any: ...
-
-    def try_emit_to_snapshot(self, key: Any, value: Any) -> bool: ...
 
 
 class KeyedState(dict[K, V]):
     """A dict that records the keys changed or removed since the last snapshot (see module)."""
 
-    __slots__ = ("_changed", "_saving")
+    __slots__ = ("_changed", "_saved", "_saving")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         #: Keys changed or removed since the last save or restore; None: all of them (none yet).
         self._changed: set[Any] | None = None
-        #: The keys a save that returned False still has to offer.
+        #: The keys of the save under way, and how many of them were taken.
         self._saving: list[Any] | None = None
+        self._saved = 0
 
     # ---- the snapshot side ------------------------------------------------------------------
 
@@ -72,18 +74,22 @@ class KeyedState(dict[K, V]):
         one (`Outbox.keys_to_save()`), all of them in a full one. Returns False when the snapshot
         bucket is full; called again, it goes on where it stopped. Returns True when done, and
         the tracking starts afresh."""
+        outbox = processor.outbox
         if self._saving is None:
-            only = processor.outbox.keys_to_save()
-            self._saving = list(self) if only is None else [k for k in only if dict.__contains__(self, k)]
+            only = outbox.keys_to_save()
+            self._saving = list(self) if only is None else list(filter(self.__contains__, only))
         saving = self._saving
-        get = dict.__getitem__
-        offer = processor.try_emit_to_snapshot
-        while saving:
-            key = saving[-1]
-            if not offer(key, get(self, key)):
+        # In bulk (`Outbox.offer_all_to_snapshot`), a chunk at a time: the engine's outbox takes
+        # every chunk in a few C-level passes; another outbox may take part of one, and the next
+        # call goes on from the first entry it refused.
+        while self._saved < len(saving):
+            keys = saving[self._saved : self._saved + _CHUNK]
+            taken = outbox.offer_all_to_snapshot(keys, list(map(dict.__getitem__, repeat(self), keys)))
+            self._saved += taken
+            if taken < len(keys):
                 return False
-            saving.pop()
         self._saving = None
+        self._saved = 0
         self._changed = set()
         return True
 

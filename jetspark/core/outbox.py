@@ -43,6 +43,24 @@ class Outbox(abc.ABC):
         `ProcessorContractError` here.
         """
 
+    def offer_all_to_snapshot(self, keys: Sequence[Any], values: Sequence[Any]) -> int:
+        """Add the snapshot entries `(keys[i], values[i])`, in order; the number taken.
+
+        A jetspark extension for saving much state at once: allowed where `offer_to_snapshot`
+        is, with its rules (each entry serialized before this returns). The engine's outbox takes
+        them all and serializes them in bulk, a C-level pass per step instead of a Python call
+        per entry. Here (an outbox without a bulk path) they are offered one by one until one is
+        refused: then fewer than `len(keys)` are taken, and the next call (after returning False
+        from the save) must begin with the entry at the returned index, the refused one.
+        """
+        if len(keys) != len(values):
+            raise ValueError(f"offer_all_to_snapshot: {len(keys)} keys but {len(values)} values")
+        offer = self.offer_to_snapshot
+        for taken, (key, value) in enumerate(zip(keys, values)):
+            if not offer(key, value):
+                return taken
+        return len(keys)
+
     def keys_to_save(self) -> Collection[Any] | None:
         """During `save_to_snapshot`: None for a full snapshot (offer every entry); for an
         incremental one, the keys whose entries it writes (what `changed_snapshot_keys()` just

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Collection, Hashable, Mapping
 from typing import Any
 
 from jetspark.core.outbox import Outbox
+
+#: Entries offered per `offer_all_to_snapshot` call.
+_CHUNK = 1 << 14
+_KEY, _VALUE = operator.itemgetter(0), operator.itemgetter(1)
 
 
 class EntryWriter:
@@ -24,12 +29,12 @@ class EntryWriter:
             self._entries = make()
             self._index = 0
         entries = self._entries
-        offer = outbox.offer_to_snapshot
-        while self._index < len(entries):
-            key, value = entries[self._index]
-            if not offer(key, value):
+        while self._index < len(entries):  # in bulk (`Outbox.offer_all_to_snapshot`), by chunks
+            chunk = entries[self._index : self._index + _CHUNK]
+            taken = outbox.offer_all_to_snapshot(list(map(_KEY, chunk)), list(map(_VALUE, chunk)))
+            self._index += taken
+            if taken < len(chunk):
                 return False
-            self._index += 1
         self._entries = None
         return True
 

@@ -71,3 +71,122 @@ def test_a_tuple_key_that_cannot_be_routed_is_refused_with_the_checked_paths_err
     with pytest.raises(ProcessorContractError, match=r"snapshot value for key \('k', 1\) cannot be pickled"):
         outbox.offer_to_snapshot(("k", 1), threading.Lock())
     assert outbox.snapshot_buffer == [] and outbox.snapshot_partitions == set()
+
+
+def _save_one_by_one(
+    offers: list[tuple[Any, Any]], partition_count: int, changed: set[Any] | None
+) -> list[SnapshotEntry]:
+    saved: list[SnapshotEntry] = []
+    outbox = OutboxImpl([], "p", 1024, saved.extend, partition_count)
+    outbox.allow_snapshot_offers("save_to_snapshot")
+    if changed is not None:
+        outbox.save_only(changed)
+    for key, value in offers:
+        assert outbox.offer_to_snapshot(key, value)
+    outbox.end_incremental()
+    outbox.flush()
+    return saved
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(keys, values), max_size=30),
+    st.sampled_from([1, 7, 271]),
+    st.integers(1, 5),
+    st.one_of(st.none(), st.lists(keys, max_size=10)),
+    st.booleans(),
+)
+def test_bulk_offers_save_what_offers_one_by_one_save(
+    offers: list[tuple[Any, Any]],
+    partition_count: int,
+    batch_size: int,
+    more_changed: list[Any] | None,
+    split: bool,
+) -> None:
+    """The same entries, in the same order, the same deletions in an incremental save (a changed
+    key not offered), whatever the bucket's bound (bulk offers take every entry)."""
+    changed = None
+    if more_changed is not None:  # incremental: some offered keys changed, others not; some removed
+        hashable = [key for key, _ in offers[::2] if _hashable(key)]
+        changed = set(hashable) | {key for key in more_changed if _hashable(key)}
+    saved: list[SnapshotEntry] = []
+    outbox = OutboxImpl([], "p", batch_size, saved.extend, partition_count)
+    outbox.allow_snapshot_offers("save_to_snapshot")
+    if changed is not None:
+        outbox.save_only(set(changed))
+    chunks = [offers[: len(offers) // 2], offers[len(offers) // 2 :]] if split else [offers]
+    for chunk in chunks:
+        keys_, values_ = [key for key, _ in chunk], [value for _, value in chunk]
+        assert outbox.offer_all_to_snapshot(keys_, values_) == len(chunk)
+        outbox.flush()
+    outbox.end_incremental()
+    outbox.flush()
+    expected = _save_one_by_one(offers, partition_count, None if changed is None else set(changed))
+    assert saved[: len(saved) - _deletions(saved)] == expected[: len(expected) - _deletions(expected)]
+    assert sorted(saved[len(saved) - _deletions(saved) :]) == sorted(
+        expected[len(expected) - _deletions(expected) :]
+    )
+    assert all(type(entry) is SnapshotEntry for entry in saved)
+    assert outbox.snapshot_partitions == {entry.partition for entry in expected}
+
+
+def _hashable(key: Any) -> bool:
+    try:
+        hash(key)
+    except TypeError:
+        return False
+    return True
+
+
+def _deletions(entries: list[SnapshotEntry]) -> int:
+    """How many entries at the end are deletions (`end_incremental` appends them last)."""
+    count = 0
+    for entry in reversed(entries):
+        if entry.value != b"":
+            break
+        count += 1
+    return count
+
+
+def test_bulk_offers_serialize_at_once_and_go_one_by_one_where_an_entry_is_bad() -> None:
+    saved: list[SnapshotEntry] = []
+    outbox = OutboxImpl([], "vertex 'v' processor #0", 4, saved.extend)
+    outbox.allow_snapshot_offers("save_to_snapshot")
+    state = {"count": 1}
+    assert outbox.offer_all_to_snapshot(["a", "b"], [state, 2]) == 2
+    state["count"] = 5  # changed right after the offer: the snapshot holds what was offered
+    outbox.flush()
+    assert [entry.decode() for entry in saved] == [("a", {"count": 1}), ("b", 2)]
+    with pytest.raises(ProcessorContractError, match=r"snapshot value for key 'lock' cannot be pickled"):
+        outbox.offer_all_to_snapshot(["ok", "lock"], [1, threading.Lock()])
+    with pytest.raises(ProcessorContractError, match=r"snapshot key \['x'\] cannot be routed"):
+        outbox.offer_all_to_snapshot([["x"]], [1])
+    with pytest.raises(ValueError, match="2 keys but 1 values"):
+        outbox.offer_all_to_snapshot(["a", "b"], [1])
+    outbox.allow_snapshot_offers(None)
+    with pytest.raises(ProcessorContractError, match=r"allowed only from save_to_snapshot"):
+        outbox.offer_all_to_snapshot(["a"], [1])
+
+
+def test_after_a_refused_single_offer_a_bulk_offer_must_begin_with_the_refused_entry() -> None:
+    saved: list[SnapshotEntry] = []
+    outbox = OutboxImpl([], "p", 1, saved.extend)
+    outbox.allow_snapshot_offers("save_to_snapshot")
+    assert outbox.offer_to_snapshot("a", 1) and not outbox.offer_to_snapshot("b", 2)
+    with pytest.raises(ProcessorContractError):
+        outbox.offer_all_to_snapshot(["c"], [3])  # in the same call as the refusal
+    outbox.flush()
+    with pytest.raises(ProcessorContractError):
+        outbox.offer_all_to_snapshot(["c", "b"], [3, 2])  # not the refused entry first
+    outbox.flush()
+    # the refused entry first: while one is unfinished, taken one by one up to the bound
+    assert outbox.offer_all_to_snapshot(["b", "c", "d"], [2, 3, 4]) == 1
+    outbox.flush()
+    assert outbox.offer_all_to_snapshot(["c", "d"], [3, 4]) == 1
+    outbox.flush()
+    assert outbox.offer_all_to_snapshot(["d"], [4]) == 1
+    outbox.flush()
+    # nothing unfinished: all taken at once, past the bound of single offers
+    assert outbox.offer_all_to_snapshot(["e", "f", "g"], [5, 6, 7]) == 3
+    outbox.flush()
+    assert [entry.decode()[0] for entry in saved] == ["a", "b", "c", "d", "e", "f", "g"]

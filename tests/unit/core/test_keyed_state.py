@@ -9,13 +9,15 @@ from typing import Any
 import pytest
 
 from jetspark import KeyedState
+from jetspark.core.outbox import Outbox
 from jetspark.testing import verify_processor
 from tests.keyed_tally import KeyedTally
 
 
 class Saver:
-    """The two things `save` uses of a processor: its outbox's `keys_to_save()` and the offer;
-    the offer accepts `room` entries per call of `save`, like a snapshot bucket that fills."""
+    """What `save` uses of a processor: its outbox's `keys_to_save()` and the offers (the
+    base `Outbox.offer_all_to_snapshot`, one by one); the offer accepts `room` entries per call
+    of `save`, like a snapshot bucket that fills."""
 
     def __init__(self, keys_to_save: Any = None, room: int = 10**9) -> None:
         self.keys = keys_to_save
@@ -33,6 +35,9 @@ class Saver:
         self.left -= 1
         self.offered.append((key, value))
         return True
+
+    offer_to_snapshot = try_emit_to_snapshot
+    offer_all_to_snapshot = Outbox.offer_all_to_snapshot
 
     def save_all(self, state: KeyedState[Any, Any]) -> int:
         """Calls `save` until it returns True; how many calls it took."""
