@@ -8,10 +8,11 @@ value (a count and a sum, as a keyed aggregation saves), the best of `--repeat` 
 - `offer`: the entries offered through the engine's outbox (`OutboxImpl.offer_to_snapshot`:
   the key's partition, key and value pickled), 1,024 a call as a tasklet's save calls make them
   (with the collector paused around each call where the tasklet pauses it: `engine/gc_pause.py`);
-- `KeyedState save`: the same entries saved by a `KeyedState` holding them all, in an
-  incremental save where every key changed (the busy epoch of a keyed count: what
-  `epoch_state_bench.py --keyed-state` saves), through the same outbox, calls made until it
-  returns True;
+- `KeyedState save` (a second line, with its own `encode + write` and `restore`): the same
+  entries saved by a `KeyedState` holding them all, in an incremental save where every key
+  changed (the busy epoch of a keyed count: what `epoch_state_bench.py --keyed-state` saves),
+  through the same outbox, calls made until it returns True: in bulk where the outbox has
+  `offer_all_to_snapshot` (blocks, `core/snapshot_block.py`), else one by one;
 - `encode + write`: the vertex's file written and committed (`snapshot_io.commit_snapshot`);
 - `restore`: the file read and checked, its entries decoded, routed to the processor that owns
   their partition (2 members x 2 processors) and unpickled for each (`snapshot_io.read_snapshot`,
@@ -213,32 +214,33 @@ def main() -> None:
     keys = list(map(KEYS[args.key_type], range(args.keys)))
     offered, entries = best(lambda: offer(keys), args.repeat)
     assert len(entries) == args.keys
-    keyed = float("inf")
+    keyed, keyed_entries = float("inf"), []
     for _ in range(args.repeat):
         gc.collect()
-        assert len(keyed_state_save(keys)) == args.keys
+        keyed_entries = keyed_state_save(keys)
         keyed = min(keyed, _timed[0])
     root = tempfile.mkdtemp(prefix="jetspark-entries-")
     store = CheckpointStore(root, "bench")
     ids = iter(range(10**6))
-
-    def write() -> Any:
-        return snapshot_io.commit_snapshot(
-            store, next(ids), {"agg": entries}, ["agg"], DEFAULT_PARTITION_COUNT, {}
-        )
-
-    written, manifest = best(write, args.repeat)
-    restored, count = best(lambda: restore(store, manifest), args.repeat)
-    assert count == args.keys, f"restored {count} of {args.keys} entries"
-    store.discard()
     per = 1e6 / args.keys
-    print(
-        f"keys {args.keys:,} ({args.key_type}): offer {offered:.3f} s ({offered * per:.2f} us/entry), "
-        f"KeyedState save {keyed:.3f} s ({keyed * per:.2f} us/entry), "
-        f"encode + write {written:.3f} s ({written * per:.2f} us/entry), "
-        f"restore {restored:.3f} s ({restored * per:.2f} us/entry) [jetspark of {Path(jetspark.__file__).parents[1]}]",
-        flush=True,
-    )
+    where = Path(jetspark.__file__).parents[1]
+    for label, saved, seconds in (("offer", entries, offered), ("KeyedState save", keyed_entries, keyed)):
+
+        def write(saved: list[SnapshotEntry] = saved) -> Any:
+            return snapshot_io.commit_snapshot(
+                store, next(ids), {"agg": saved}, ["agg"], DEFAULT_PARTITION_COUNT, {}
+            )
+
+        written, manifest = best(write, args.repeat)
+        restored, count = best(lambda manifest=manifest: restore(store, manifest), args.repeat)
+        assert count == args.keys, f"restored {count} of {args.keys} entries"
+        print(
+            f"keys {args.keys:,} ({args.key_type}): {label} {seconds:.3f} s ({seconds * per:.2f} us/entry), "
+            f"encode + write {written:.3f} s ({written * per:.2f} us/entry), "
+            f"restore {restored:.3f} s ({restored * per:.2f} us/entry) [jetspark of {where}]",
+            flush=True,
+        )
+    store.discard()
 
 
 if __name__ == "__main__":

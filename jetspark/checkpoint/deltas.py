@@ -18,10 +18,12 @@ of its full file, so that a restore never reads much more than the state.
 from __future__ import annotations
 
 import itertools
+import pickle
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from jetspark.checkpoint.entries import Entry
+from jetspark.core.snapshot_block import block_key, block_value, is_block
 
 if TYPE_CHECKING:
     from jetspark.checkpoint.store import SnapshotFile
@@ -40,22 +42,42 @@ def merge(layers: Iterable[Iterable[Entry]]) -> Iterator[Entry]:
     """The entries of `layers` (oldest first) with, per key, only the newest; deletions drop it.
     A key keeps the position of its first appearance, so segment order holds within a layer.
 
+    Keys are compared by their bytes. A block (`core.snapshot_block`) is opened: each of its keys
+    is pickled alone, as a deletion's key was, and the entries that survive from blocks come out
+    in new blocks, one per partition, after the others.
+
     Broadcast entries (partition -1) are not per key: several processors of a member may save
     the same broadcast key (each its own watermark, say), and every save writes all of its
     broadcast entries. So they come from the newest layer alone, all of them, first (as the
     broadcast segment is first in a file)."""
-    merged: dict[bytes, Entry] = {}
+    #: key bytes -> the entry as written, or [partition, key, value] when it came from a block
+    merged: dict[bytes, Any] = {}
     broadcast: list[Entry] = []
     for layer in layers:
         broadcast = []
         for entry in layer:
-            if entry[0] == BROADCAST_PARTITION:
+            partition, key, value = entry
+            if partition == BROADCAST_PARTITION:
                 broadcast.append(entry)
-            elif entry[2] == DELETED:
-                merged.pop(entry[1], None)
+            elif is_block(key):
+                keys, values = pickle.loads(value)
+                key_bytes = map(pickle.dumps, keys, itertools.repeat(pickle.HIGHEST_PROTOCOL))
+                merged.update(zip(key_bytes, map(list, zip(itertools.repeat(partition), keys, values))))
+            elif value == DELETED:
+                merged.pop(key, None)
             else:
-                merged[entry[1]] = entry
-    return itertools.chain(broadcast, merged.values())
+                merged[key] = entry
+    singles: list[Entry] = []
+    opened: dict[int, tuple[list[Any], list[Any]]] = {}
+    for held in merged.values():
+        if held.__class__ is list:
+            keys, values = opened.setdefault(held[0], ([], []))
+            keys.append(held[1])
+            values.append(held[2])
+        else:
+            singles.append(held)
+    blocks = [(p, block_key(len(keys)), block_value(keys, values)) for p, (keys, values) in opened.items()]
+    return itertools.chain(broadcast, singles, blocks)
 
 
 def plan_chain(snapshot_id: int, base: SnapshotFile | None) -> tuple[tuple[int, SnapshotFile], ...] | None:

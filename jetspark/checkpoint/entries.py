@@ -1,6 +1,8 @@
 """The byte format of one snapshot file: entries sorted by partition, and the index of its segments.
 
-An entry is `(partition, key bytes, value bytes)` as the engine serialized it when it was offered.
+An entry is `(partition, key bytes, value bytes)` as the engine serialized it when it was offered
+(a block of many entries, `core.snapshot_block`, is one entry here: the file's entry count counts
+it once).
 The file is a magic header, then the entries of each partition back to back (a *segment*). Two
 layouts of a segment exist; the manifest names a file's (`SnapshotFile.layout`, 1 when absent):
 

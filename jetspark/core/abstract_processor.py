@@ -17,7 +17,7 @@ from jetspark.core.watermark import Watermark
 
 _NO_ITEM: Any = object()
 #: Snapshot entries `emit_from_traverser_to_snapshot` offers per `offer_all_to_snapshot` call.
-_SNAPSHOT_CHUNK = 1 << 14
+_SNAPSHOT_CHUNK = 1 << 16
 _FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
 _PER_ORDINAL = ("try_process0", "try_process1", "try_process2", "try_process3", "try_process4")
 

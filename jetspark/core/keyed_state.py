@@ -39,7 +39,7 @@ V = TypeVar("V")
 
 _MISSING: Any = object()
 #: Entries offered per `offer_all_to_snapshot` call.
-_CHUNK = 1 << 14
+_CHUNK = 1 << 16
 
 
 class _Saver(Protocol):

@@ -9,7 +9,7 @@ from typing import Any
 from jetspark.core.outbox import Outbox
 
 #: Entries offered per `offer_all_to_snapshot` call.
-_CHUNK = 1 << 14
+_CHUNK = 1 << 16
 _KEY, _VALUE = operator.itemgetter(0), operator.itemgetter(1)
 
 

@@ -25,6 +25,7 @@ from jetspark.core.context import STAGING_ATTRIBUTE, STARTPOINTS_ATTRIBUTE
 from jetspark.core.dag import DAG
 from jetspark.core.errors import JobCancelledError, JobFailedError, JobTimeoutError
 from jetspark.core.partitioner import DEFAULT_PARTITION_COUNT
+from jetspark.core.snapshot_block import entry_total
 from jetspark.engine.execution import Execution
 from jetspark.engine.outbox_impl import DEFAULT_BATCH_SIZE
 from jetspark.engine.snapshot import Snapshot, SnapshotContext, SnapshotData
@@ -454,7 +455,7 @@ class LocalJob(JobHandle):
                     "id": snapshot_id,
                     "created": time.time(),
                     "duration": time.monotonic() - self._snapshot_started,
-                    "entries": sum(len(entries) for entries in data.values()),
+                    "entries": sum(map(entry_total, data.values())),
                 }
             )
         return True

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from jetspark.core.suppliers import ProcessorMetaSupplier, SnapshotCommitter
+from jetspark.engine.snapshot import decode_entries
 from jetspark.runners.snapshot_io import read_snapshot
 
 if TYPE_CHECKING:
@@ -75,7 +76,7 @@ class SinkCommits:
                 if committer is None:
                     continue
                 snapshot = read_snapshot(store, manifest, partition_count, (vertex,))
-                entries = [entry.decode() for entry in snapshot.data.get(vertex, [])]
+                entries = decode_entries(snapshot.data.get(vertex, []))
                 self.committed[vertex] = self.committed.get(vertex, 0) + committer.commit(entries)
                 slot.failures = 0
             except Exception as failure:

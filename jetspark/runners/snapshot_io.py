@@ -41,7 +41,7 @@ from jetspark.engine.snapshot import (
     Snapshot,
     SnapshotData,
     SnapshotEntry,
-    entry_partition,
+    repartitioned,
 )
 from jetspark.planning.partitions import PartitionArrangement
 
@@ -299,7 +299,9 @@ def _entries(
     if manifest.partition_count == partition_count:
         with gc_paused():
             return list(map(_as_entry, store.read(manifest, vertex, wanted)))
-    entries = [_repartitioned(_as_entry(raw), partition_count) for raw in store.read(manifest, vertex)]
+    entries = [
+        new for raw in store.read(manifest, vertex) for new in repartitioned(_as_entry(raw), partition_count)
+    ]
     return entries if wanted is None else [e for e in entries if e.partition in wanted]
 
 
@@ -368,10 +370,3 @@ def _readdressed(
     if adopter is None:
         return entry
     return entry._replace(partition=min(restored_partitions(arrangement, lp, (adopter,))))
-
-
-def _repartitioned(entry: SnapshotEntry, partition_count: int) -> SnapshotEntry:
-    if entry.partition == BROADCAST_PARTITION:
-        return entry
-    key, _ = entry.decode()
-    return entry._replace(partition=entry_partition(key, partition_count))

@@ -15,7 +15,7 @@ from typing import Any
 from jetspark import processors as P
 from jetspark.core import BroadcastKey, Watermark
 from jetspark.core.suppliers import SupplierLike
-from jetspark.engine.snapshot import DELETED, saves_incrementally
+from jetspark.engine.snapshot import DELETED, opened_entries, saves_incrementally
 from jetspark.testing._harness import Harness
 from jetspark.testing._verify import driven_harness
 
@@ -33,7 +33,10 @@ def delta(h: Harness) -> dict[Any, Any]:
     h.snapshot(restore=False)
     written = h.deltas[-1]
     assert written is not None, "the snapshot was not incremental"
-    return {pickle.loads(e.key): GONE if e.value == DELETED else pickle.loads(e.value) for e in written}
+    return {
+        pickle.loads(e.key): GONE if e.value == DELETED else pickle.loads(e.value)
+        for e in opened_entries(written)
+    }
 
 
 def watermark(h: Harness, timestamp: int, ordinals: int = 1) -> None:
