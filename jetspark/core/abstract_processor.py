@@ -17,7 +17,7 @@ from jetspark.core.watermark import Watermark
 
 _NO_ITEM: Any = object()
 #: Snapshot entries `emit_from_traverser_to_snapshot` offers per `offer_all_to_snapshot` call.
-_SNAPSHOT_CHUNK = 1 << 16
+_SNAPSHOT_CHUNK = 1 << 15
 _FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
 _PER_ORDINAL = ("try_process0", "try_process1", "try_process2", "try_process3", "try_process4")
 
@@ -131,22 +131,21 @@ class AbstractProcessor(Processor):
     def emit_from_traverser_to_snapshot(self, traverser: Traverser[tuple[Any, Any]]) -> bool:
         """Emit `(key, value)` entries from `traverser` to the snapshot, like `emit_from_traverser`.
 
-        In bulk (`Outbox.offer_all_to_snapshot`), a chunk of entries at a time; entries taken
-        from the traverser but refused are kept and offered first on the next call."""
+        In bulk (`Outbox.offer_all_to_snapshot`), a chunk of up to 32,768 entries a call (False
+        after a full one, so that a cooperative call stays short); entries taken from the
+        traverser but refused are kept and offered first on the next call."""
         pending = self._pending_traverser_item
         key = id(traverser)
         chunk: list[Any] = pending.pop(key, None) or []
-        entries = iter(traverser.next, None)
-        while True:
-            if len(chunk) < _SNAPSHOT_CHUNK:
-                chunk.extend(islice(entries, _SNAPSHOT_CHUNK - len(chunk)))
-            if not chunk:
-                return True
-            taken = self.outbox.offer_all_to_snapshot(list(map(_FIRST, chunk)), list(map(_SECOND, chunk)))
-            if taken < len(chunk):
-                pending[key] = chunk[taken:]
-                return False
-            chunk = []
+        if len(chunk) < _SNAPSHOT_CHUNK:
+            chunk.extend(islice(iter(traverser.next, None), _SNAPSHOT_CHUNK - len(chunk)))
+        if not chunk:
+            return True
+        taken = self.outbox.offer_all_to_snapshot(list(map(_FIRST, chunk)), list(map(_SECOND, chunk)))
+        if taken < len(chunk):
+            pending[key] = chunk[taken:]
+            return False
+        return len(chunk) < _SNAPSHOT_CHUNK  # a full chunk: the traverser may hold more
 
     @property
     def _pending_traverser_item(self) -> dict[int, Any]:

@@ -38,8 +38,8 @@ K = TypeVar("K")
 V = TypeVar("V")
 
 _MISSING: Any = object()
-#: Entries offered per `offer_all_to_snapshot` call.
-_CHUNK = 1 << 16
+#: Entries offered per `offer_all_to_snapshot` call, and per `save` call.
+_CHUNK = 1 << 15
 
 
 class _Saver(Protocol):
@@ -72,21 +72,20 @@ class KeyedState(dict[K, V]):
     def save(self, processor: _Saver) -> bool:
         """Offer the entries the snapshot being taken needs: the changed keys' in an incremental
         one (`Outbox.keys_to_save()`), all of them in a full one. Returns False when the snapshot
-        bucket is full; called again, it goes on where it stopped. Returns True when done, and
-        the tracking starts afresh."""
+        bucket is full, and after each chunk of 32,768 entries (about 25 ms); called again, it
+        goes on where it stopped. Returns True when done, and the tracking starts afresh."""
         outbox = processor.outbox
         if self._saving is None:
             only = outbox.keys_to_save()
             self._saving = list(self) if only is None else list(filter(self.__contains__, only))
         saving = self._saving
-        # In bulk (`Outbox.offer_all_to_snapshot`), a chunk at a time: the engine's outbox takes
-        # every chunk in a few C-level passes; another outbox may take part of one, and the next
-        # call goes on from the first entry it refused.
-        while self._saved < len(saving):
+        # In bulk (`Outbox.offer_all_to_snapshot`), a chunk per call, so that a cooperative call
+        # stays short: the engine's outbox takes a whole chunk; another outbox may take part of
+        # one, and the next call goes on from the first entry it refused.
+        if self._saved < len(saving):
             keys = saving[self._saved : self._saved + _CHUNK]
-            taken = outbox.offer_all_to_snapshot(keys, list(map(dict.__getitem__, repeat(self), keys)))
-            self._saved += taken
-            if taken < len(keys):
+            self._saved += outbox.offer_all_to_snapshot(keys, list(map(dict.__getitem__, repeat(self), keys)))
+            if self._saved < len(saving):
                 return False
         self._saving = None
         self._saved = 0

@@ -97,6 +97,10 @@ def test_emit_from_traverser_to_snapshot_offers_in_bulk_and_resumes_at_the_refus
     engine_outbox = OutboxImpl([], "p", 1024, saved.extend)
     engine_outbox.allow_snapshot_offers("save_to_snapshot")
     processor.outbox = engine_outbox  # type: ignore[misc]
-    assert processor.emit_from_traverser_to_snapshot(traverse_iterable(entries))  # one call
+    saving, calls = traverse_iterable(entries), 1
+    while not processor.emit_from_traverser_to_snapshot(saving):  # a chunk of 32,768 a call
+        engine_outbox.flush()
+        calls += 1
     engine_outbox.flush()
+    assert calls == 2
     assert sorted(decode_entries(saved)) == entries

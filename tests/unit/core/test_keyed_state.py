@@ -111,6 +111,13 @@ def test_a_save_stopped_by_a_full_bucket_goes_on_where_it_stopped() -> None:
     assert sorted(saver.offered) == [(k, k * k) for k in range(10)], "each entry offered once"
 
 
+def test_a_large_save_offers_a_chunk_a_call_so_that_a_cooperative_call_stays_short() -> None:
+    state: KeyedState[int, int] = KeyedState((k, k) for k in range(70_000))
+    saver = Saver()  # takes everything offered
+    assert saver.save_all(state) == 3  # 32,768 entries a call
+    assert sorted(saver.offered) == [(k, k) for k in range(70_000)]
+
+
 def test_it_pickles_with_its_entries_and_tracking() -> None:
     state = tracking({"a": 1})
     state["b"] = 2
