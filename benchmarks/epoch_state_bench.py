@@ -242,8 +242,19 @@ def _config(guarantee: ProcessingGuarantee, epoch_millis: int, work: str) -> Job
 CACHE_FIGURES: dict[str, int] = {}
 
 
+#: With `--timeline`, the steps of the last EXACTLY_ONCE `throughput` run's epochs after the
+#: first (mean seconds per epoch).
+THROUGHPUT_TIMELINE: list[tuple[str, float]] = []
+
+
 def throughput(
-    spark: Any, keys: int, items: int, rate: float | None, guarantee: ProcessingGuarantee, epoch_millis: int
+    spark: Any,
+    keys: int,
+    items: int,
+    rate: float | None,
+    guarantee: ProcessingGuarantee,
+    epoch_millis: int,
+    timeline: str | None = None,
 ) -> tuple[float, int]:
     from jetspark.runners.spark import SparkRunner
 
@@ -253,7 +264,19 @@ def throughput(
         job = SparkRunner(spark).submit(
             counts_dag(f"{work}/out", keys, items, rate), _config(guarantee, epoch_millis, work)
         )
+        events = (
+            epoch_timeline.watch(job)
+            if timeline is not None and guarantee is not ProcessingGuarantee.NONE
+            else []
+        )
         job.join()
+        if events:
+            THROUGHPUT_TIMELINE[:] = epoch_timeline.breakdown(
+                timeline,
+                job.job_id,
+                events,
+                set(range(1, job.epochs_committed)),  # type: ignore[arg-type]
+            )
         elapsed = time.perf_counter() - started
         rows = len(read_lines(f"{work}/out"))
         assert rows == items, f"{guarantee.value}: {rows} rows for {items} items"
@@ -470,7 +493,7 @@ def main() -> None:
         if not args.skip_throughput:
             none, _ = throughput(spark, keys, items, rate, ProcessingGuarantee.NONE, args.epoch_millis)
             eo, epochs = throughput(
-                spark, keys, items, rate, ProcessingGuarantee.EXACTLY_ONCE, args.epoch_millis
+                spark, keys, items, rate, ProcessingGuarantee.EXACTLY_ONCE, args.epoch_millis, args.timeline
             )
             print(
                 f"keys {keys:>9,}  NONE {none:7.2f} s  EXACTLY_ONCE {eo:7.2f} s  ratio(time) {eo / none:5.2f}"
@@ -478,6 +501,12 @@ def main() -> None:
                 f"  load {os.getloadavg()[0]:.1f}  EO state cache {CACHE_FIGURES}",
                 flush=True,
             )
+            if THROUGHPUT_TIMELINE:
+                print(f"timeline of the EXACTLY_ONCE epochs after the first ({args.timeline}), mean s/epoch:")
+                for step, seconds in THROUGHPUT_TIMELINE:
+                    print(f"  {seconds:7.3f}  {step}")
+                total = sum(seconds for _, seconds in THROUGHPUT_TIMELINE)
+                print(f"  {total:7.3f}  (sum: an epoch, start to start)", flush=True)
         if args.window:
             for incremental in (True, False):
                 middle = window_supplier(keys, incremental)
