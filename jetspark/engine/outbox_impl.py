@@ -250,9 +250,10 @@ class OutboxImpl(Outbox):
         # Every entry at once: each key's partition by a C-level pass over all of them, then a
         # block per partition (`core.snapshot_block`: its keys and its values pickled by one
         # call), so a save costs a small share of what a Python call per entry costs. The
-        # bucket's bound is for single offers: all the entries are taken. Anything the bulk path does not cover (an unfinished or forbidden
-        # offer, an unhashable key, one that cannot be routed or pickled) goes one by one, the
-        # checked way, which raises the error naming the entry.
+        # bucket's bound is for single offers: all the entries are taken. Anything the bulk
+        # path does not cover (an unfinished or forbidden offer, an unhashable key, one that
+        # cannot be routed or pickled) goes one by one, the checked way, which raises the error
+        # naming the entry.
         if len(keys) != len(values):
             raise ValueError(
                 f"{self.owner}: offer_all_to_snapshot got {len(keys)} keys but {len(values)} values"
