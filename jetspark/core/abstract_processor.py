@@ -10,14 +10,12 @@ from typing import Any
 
 from jetspark.core.context import ProcessorContext
 from jetspark.core.inbox import Inbox
-from jetspark.core.outbox import Outbox
+from jetspark.core.outbox import SNAPSHOT_CHUNK, Outbox
 from jetspark.core.processor import Processor
 from jetspark.core.traverser import Traverser
 from jetspark.core.watermark import Watermark
 
 _NO_ITEM: Any = object()
-#: Snapshot entries `emit_from_traverser_to_snapshot` offers per `offer_all_to_snapshot` call.
-_SNAPSHOT_CHUNK = 1 << 15
 _FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
 _PER_ORDINAL = ("try_process0", "try_process1", "try_process2", "try_process3", "try_process4")
 
@@ -137,15 +135,15 @@ class AbstractProcessor(Processor):
         pending = self._pending_traverser_item
         key = id(traverser)
         chunk: list[Any] = pending.pop(key, None) or []
-        if len(chunk) < _SNAPSHOT_CHUNK:
-            chunk.extend(islice(iter(traverser.next, None), _SNAPSHOT_CHUNK - len(chunk)))
+        if len(chunk) < SNAPSHOT_CHUNK:
+            chunk.extend(islice(iter(traverser.next, None), SNAPSHOT_CHUNK - len(chunk)))
         if not chunk:
             return True
         taken = self.outbox.offer_all_to_snapshot(list(map(_FIRST, chunk)), list(map(_SECOND, chunk)))
         if taken < len(chunk):
             pending[key] = chunk[taken:]
             return False
-        return len(chunk) < _SNAPSHOT_CHUNK  # a full chunk: the traverser may hold more
+        return len(chunk) < SNAPSHOT_CHUNK  # a full chunk: the traverser may hold more
 
     @property
     def _pending_traverser_item(self) -> dict[int, Any]:

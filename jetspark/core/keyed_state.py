@@ -34,12 +34,12 @@ from collections.abc import Collection, Iterable, Mapping
 from itertools import repeat
 from typing import Any, Protocol, TypeVar
 
+from jetspark.core.outbox import SNAPSHOT_CHUNK
+
 K = TypeVar("K")
 V = TypeVar("V")
 
 _MISSING: Any = object()
-#: Entries offered per `offer_all_to_snapshot` call, and per `save` call.
-_CHUNK = 1 << 15
 
 
 class _Saver(Protocol):
@@ -83,7 +83,7 @@ class KeyedState(dict[K, V]):
         # stays short: the engine's outbox takes a whole chunk; another outbox may take part of
         # one, and the next call goes on from the first entry it refused.
         if self._saved < len(saving):
-            keys = saving[self._saved : self._saved + _CHUNK]
+            keys = saving[self._saved : self._saved + SNAPSHOT_CHUNK]
             self._saved += outbox.offer_all_to_snapshot(keys, list(map(dict.__getitem__, repeat(self), keys)))
             if self._saved < len(saving):
                 return False

@@ -7,6 +7,11 @@ import functools
 from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any
 
+#: Entries a save offers per `offer_all_to_snapshot` call and per `save_to_snapshot` call
+#: (`KeyedState`, the built-ins, `emit_from_traverser_to_snapshot`): a cooperative call then
+#: lasts about 25 ms, not the whole save.
+SNAPSHOT_CHUNK = 1 << 15
+
 
 class Outbox(abc.ABC):
     """Output of a processor, bounded: an offer returns False when the bucket is full.

@@ -21,7 +21,7 @@ from __future__ import annotations
 import operator
 import pickle
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from itertools import repeat
 from typing import Any
 
@@ -63,8 +63,10 @@ def block_count(key_bytes: bytes) -> int:
     return count
 
 
-def entry_total(entries: Iterable[tuple[int, bytes, bytes]]) -> int:
+def entry_total(entries: Sequence[tuple[int, bytes, bytes]]) -> int:
     """How many entries `entries` stand for: a block counts its entries."""
+    if not any_blocks(entries):
+        return len(entries)
     total = 0
     for entry in entries:
         key_bytes = entry[1]

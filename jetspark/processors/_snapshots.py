@@ -6,11 +6,8 @@ import operator
 from collections.abc import Callable, Collection, Hashable, Mapping
 from typing import Any
 
-from jetspark.core.outbox import Outbox
+from jetspark.core.outbox import SNAPSHOT_CHUNK, Outbox
 
-#: Entries offered per `offer_all_to_snapshot` call, and per `save` call (a cooperative call
-#: stays short: about 25 ms).
-_CHUNK = 1 << 15
 _KEY, _VALUE = operator.itemgetter(0), operator.itemgetter(1)
 
 
@@ -32,7 +29,7 @@ class EntryWriter:
             self._index = 0
         entries = self._entries
         if self._index < len(entries):  # in bulk (`Outbox.offer_all_to_snapshot`), a chunk a call
-            chunk = entries[self._index : self._index + _CHUNK]
+            chunk = entries[self._index : self._index + SNAPSHOT_CHUNK]
             self._index += outbox.offer_all_to_snapshot(list(map(_KEY, chunk)), list(map(_VALUE, chunk)))
             if self._index < len(entries):
                 return False
