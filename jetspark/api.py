@@ -29,6 +29,7 @@ import attrs
 
 from jetspark.core.config import JobConfig
 from jetspark.core.dag import DAG
+from jetspark.ctrl_c import plain_ctrl_c
 from jetspark.environment import (
     PROGRESS_ENV,
     RUNNER_ENV,
@@ -110,6 +111,12 @@ def run(
             raise WebUIError(f"{error} (--ui-port picks another port; 0 any free one)") from error
     runner = runner if runner is not None else default_runner()
     job: JobHandle = runner.submit(dag, config)
+    with plain_ctrl_c():  # PySpark's own handler would abort the epoch a suspend lets commit
+        return _wait(job, config, server, timeout)
+
+
+def _wait(job: JobHandle, config: JobConfig, server: Any, timeout: float | None) -> JobHandle:
+    """Wait for `job`; on Ctrl-C suspend it (snapshots on) or cancel it, and say which."""
     try:
         with _progress(job):
             job.join(timeout)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 from jetspark.core.config import JobConfig
 from jetspark.core.dag import DAG
 from jetspark.core.errors import JobCancelledError, JobTimeoutError
+from jetspark.ctrl_c import wait_for
 from jetspark.planning.plan import ExecutionPlan
 
 if TYPE_CHECKING:  # the checkpoint store is imported when a job has one
@@ -274,7 +275,7 @@ class JobHandle:
     def join(self: Self, timeout: float | None = None) -> Self:
         """Wait for the job to end; re-raise its failure. Raises JobTimeoutError on timeout and
         JobCancelledError when the job was cancelled."""
-        if not self._finished.wait(timeout):
+        if not wait_for(self._finished, timeout):  # a Ctrl-C is seen at once
             raise JobTimeoutError(f"job {self.name!r} still running after {timeout} s")
         if self.status is JobStatus.FAILED:
             assert self.error is not None

@@ -26,6 +26,7 @@ from jetspark.core.dag import DAG
 from jetspark.core.errors import JobCancelledError, JobFailedError, JobTimeoutError
 from jetspark.core.partitioner import DEFAULT_PARTITION_COUNT
 from jetspark.core.snapshot_block import entry_total
+from jetspark.ctrl_c import wait_for
 from jetspark.engine.execution import Execution
 from jetspark.engine.outbox_impl import DEFAULT_BATCH_SIZE
 from jetspark.engine.snapshot import Snapshot, SnapshotContext, SnapshotData
@@ -200,7 +201,7 @@ class LocalJob(JobHandle):
                     f"job {self.name!r} is {self.status.value}; only a running job can be suspended"
                 )
             self._requests.append((True, None))
-        if not self._finished.wait(timeout):
+        if not wait_for(self._finished, timeout):
             raise JobTimeoutError(f"job {self.name!r} did not suspend within {timeout} s")
         ended: JobStatus = self._current_status()
         if ended is not JobStatus.SUSPENDED:

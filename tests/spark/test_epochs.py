@@ -214,6 +214,61 @@ def test_ctrl_c_suspends_a_job_run_by_the_cli_and_running_it_again_finishes_it_e
     assert suspended_at >= 0 and not latest.exists(), "a completed job leaves its snapshots behind"
 
 
+def test_ctrl_c_while_run_waits_suspends_the_job_after_the_running_epoch_commits_whichever_thread_it_reaches(
+    spark: Any, tmp_path: Path
+) -> None:
+    """The kernel hands a process's SIGINT to any of its threads. `run` used to wait in a bare
+    `Event.wait()`, which such a signal does not wake: a Ctrl-C went unseen until the job ended (1
+    run in 4 to 8 here, and `jetspark run` in CI). PySpark's own handler, which cancels every Spark
+    job from inside the handler, is set aside while `run` waits and put back after."""
+    import signal
+    import threading
+
+    from jetspark.api import run
+
+    gate = Gate(tmp_path / "gate", hold_at=1500)
+    handles: list[Any] = []
+    running: list[int] = []
+
+    class Recording:
+        def submit(self, dag: Any, config: JobConfig) -> Any:
+            handles.append(SparkRunner(spark).submit(dag, config))
+            return handles[-1]
+
+    pysparks = signal.getsignal(signal.SIGINT)
+    assert str(getattr(pysparks, "__module__", "")).startswith("pyspark"), "the session set no handler"
+
+    def interrupt() -> None:
+        wait_until(lambda: handles and handles[0].epochs_committed >= 1, timeout=120)
+        wait_until(lambda: main_thread_in("join"), timeout=60)  # `run` waits: the signal reaches it there
+        running.append(handles[0].running_epoch[0])
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)  # to this thread, not the main one
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt, match="suspended"):
+        run(counting_dag(gate=gate), epochs(tmp_path / "ck", interval=200), runner=Recording())
+    job = handles[0]
+    assert job.status is JobStatus.SUSPENDED
+    assert job.store.latest_id() >= running[0], "the epoch running at the Ctrl-C did not commit"
+    assert signal.getsignal(signal.SIGINT) is pysparks
+    gate.open()
+    job.resume().join(180)
+    assert sorted(job.result("sink")) == EXPECTED
+
+
+def main_thread_in(function: str) -> bool:
+    """Whether the main thread's stack holds a call of `function` now."""
+    import sys
+    import threading
+
+    frame = sys._current_frames().get(threading.main_thread().ident or 0)
+    while frame is not None:
+        if frame.f_code.co_name == function:
+            return True
+        frame = frame.f_back
+    return False
+
+
 def slow_odd(x: int) -> int:
     """Source processor 1 (odd positions) is slow: it is still emitting when the epoch ends,
     long after processor 0 has completed."""

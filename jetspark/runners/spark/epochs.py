@@ -30,6 +30,7 @@ from jetspark.checkpoint import CheckpointStore, CorruptSnapshotError, Manifest
 from jetspark.checkpoint.job_record import JobRecord
 from jetspark.core.config import ProcessingGuarantee
 from jetspark.core.errors import JobFailedError, ProcessorContractError
+from jetspark.ctrl_c import wait_for
 from jetspark.planning.pipeline import PreparedDag
 from jetspark.planning.plan import ExecutionPlan
 from jetspark.runners.coordinator import RestartLoop, Step, Verdict, close_meta_suppliers, settle, tidy_store
@@ -218,7 +219,7 @@ class EpochJob(SparkHandle):
             self._request = request
         if abort_epoch:
             self.spark.sparkContext.cancelJobGroup(self.group)
-        if not self._finished.wait(timeout):
+        if not wait_for(self._finished, timeout):
             raise JobFailedError(f"job {self.name!r} did not {request} within {timeout} s")
 
     # ---- the epoch loop -------------------------------------------------------------------
