@@ -7,12 +7,13 @@ next time that thread runs bytecode, but a main thread blocked in a lock or `Eve
 a timeout is not woken, and would wait for the job's end, which may never come: `wait_for`
 waits in short slices instead.
 
-Only a KeyboardInterrupt: PySpark's `SparkContext` installs a SIGINT handler that cancels every Spark job of the context,
-through py4j from inside the handler, before it raises KeyboardInterrupt. While jetspark waits, that
-would abort the running epoch that a suspend means to let commit, and it makes a py4j call at
-whatever point the main thread was interrupted. So `run` puts Python's own handler in place of
-PySpark's for the time it waits, and puts PySpark's back after. A handler of the user's own (or
-SIGINT ignored) is left as it is; so are a user's PySpark actions outside `run`.
+Only a KeyboardInterrupt: PySpark's `SparkContext` installs a SIGINT handler that cancels every
+Spark job of the context, through py4j from inside the handler, before it raises
+KeyboardInterrupt. While jetspark waits, that would abort the running epoch that a suspend means
+to let commit, and it makes a py4j call at whatever point the main thread was interrupted. So
+`run`, and any wait for a job's end (`join`, `suspend`, `cancel`), puts Python's own handler in
+place of PySpark's for the time it waits, and puts PySpark's back after. A handler of the user's
+own (or SIGINT ignored) is left as it is; so are a user's PySpark actions outside these waits.
 """
 
 from __future__ import annotations
@@ -51,13 +52,15 @@ def plain_ctrl_c() -> Iterator[None]:
 
 
 def wait_for(event: threading.Event, timeout: float | None = None) -> bool:
-    """`event.wait(timeout)`, woken every `SLICE_SECONDS` so that a pending Ctrl-C is raised."""
+    """`event.wait(timeout)` for a job's end (`join`, `suspend`, `cancel`): woken every
+    `SLICE_SECONDS` so that a pending Ctrl-C is raised, and within `plain_ctrl_c`."""
     if threading.current_thread() is not threading.main_thread():
         return event.wait(timeout)
     deadline = None if timeout is None else time.monotonic() + timeout
-    while True:
-        left = SLICE_SECONDS if deadline is None else min(SLICE_SECONDS, deadline - time.monotonic())
-        if event.wait(max(left, 0.0)):
-            return True
-        if deadline is not None and time.monotonic() >= deadline:
-            return False
+    with plain_ctrl_c():
+        while True:
+            left = SLICE_SECONDS if deadline is None else min(SLICE_SECONDS, deadline - time.monotonic())
+            if event.wait(max(left, 0.0)):
+                return True
+            if deadline is not None and time.monotonic() >= deadline:
+                return False

@@ -106,3 +106,19 @@ def test_off_the_main_thread_wait_for_is_a_plain_wait() -> None:
     thread.start()
     thread.join()
     assert seen == [False]
+
+
+def test_wait_for_sets_pysparks_handler_aside_while_it_waits(restored: None) -> None:
+    signal.signal(signal.SIGINT, pysparks_handler)
+    seen: list[Any] = []
+    done = threading.Event()
+
+    def look() -> None:
+        wait_until(lambda: blocked_in_wait(threading.main_thread()), timeout=60)
+        seen.append(signal.getsignal(signal.SIGINT))
+        done.set()
+
+    threading.Thread(target=look).start()
+    assert wait_for(done)
+    assert seen == [signal.default_int_handler]
+    assert signal.getsignal(signal.SIGINT) is pysparks_handler
