@@ -267,6 +267,8 @@ class OutboxImpl(Outbox):
             if changed is not None:  # an incremental save keeps the changed keys' entries
                 if any(issubclass(cls, BroadcastKey) for cls in classes):  # and every broadcast one
                     wanted = [isinstance(key, BroadcastKey) or key in changed for key in keys]
+                elif changed.issuperset(keys):  # all changed (a save of `keys_to_save()`): one C pass
+                    wanted = [True]
                 else:
                     wanted = list(map(changed.__contains__, keys))
                 if not all(wanted):
