@@ -1,6 +1,6 @@
 """The floor under an epoch's fixed cost: a bare PySpark job of the same shape, doing nothing.
 
-    python benchmarks/spark_epoch_floor.py [--stages 1 2 3] [--jobs 20] [--members 2] [--master local[2]]
+    python benchmarks/spark_epoch_floor.py [--stages 1 2 3] [--jobs 20] [--members 2] [--master local[2]] [--spark-conf KEY=VALUE ...]
 
 A job in epochs runs each epoch as one Spark job of one stage per DAG stage, each stage a
 `mapPartitionsWithIndex` over the shuffle (`partitionBy`) of the one before, with one task per
@@ -45,11 +45,18 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=20)
     parser.add_argument("--members", type=int, default=2)
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument(
+        "--spark-conf",
+        nargs="*",
+        default=[],
+        metavar="KEY=VALUE",
+        help="Spark settings over the embedded session's (for comparisons: spark.python.unix.domain.socket.enabled=true)",
+    )
     args = parser.parse_args()
 
     from jetspark.runners.spark.session import get_session
 
-    spark = get_session(args.master)
+    spark = get_session(args.master, extra_conf=dict(kv.split("=", 1) for kv in args.spark_conf))
     sc = spark.sparkContext
     empty = sc.parallelize([], args.members)
     for stages in args.stages:
