@@ -54,6 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cloudpickle
 import epoch_timeline
 import pyspy_breakdown
+from spark_conf_option import add_spark_conf_option, spark_conf
 
 import examples.streaming_counts as streaming_counts
 from examples.streaming_counts import RunningCount, format_row
@@ -444,13 +445,7 @@ def main() -> None:
     parser.add_argument("--epoch-millis", type=int, default=1000)
     parser.add_argument("--quiet-epochs", type=int, default=8)
     parser.add_argument("--master", default="local[2]")
-    parser.add_argument(
-        "--spark-conf",
-        nargs="*",
-        default=[],
-        metavar="KEY=VALUE",
-        help="Spark settings over the embedded session's (for comparisons: spark.python.unix.domain.socket.enabled=true)",
-    )
+    add_spark_conf_option(parser)
     parser.add_argument("--skip-throughput", action="store_true")
     parser.add_argument("--skip-fixed", action="store_true")
     parser.add_argument(
@@ -493,7 +488,7 @@ def main() -> None:
 
     if args.timeline:
         epoch_timeline.enable(args.timeline)  # before the session: its workers inherit it
-    spark = get_session(args.master, extra_conf=dict(kv.split("=", 1) for kv in args.spark_conf))
+    spark = get_session(args.master, extra_conf=spark_conf(args))
     items = int(args.items)
     rate = args.rate or None
     for keys in args.keys:

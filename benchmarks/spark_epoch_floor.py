@@ -21,6 +21,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from spark_conf_option import add_spark_conf_option, spark_conf
+
 
 def passing(index: int, rows: Iterator[Any]) -> Iterator[Any]:
     """A stage's work: pass the rows on, keyed by the member they go to."""
@@ -45,18 +47,12 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=20)
     parser.add_argument("--members", type=int, default=2)
     parser.add_argument("--master", default="local[2]")
-    parser.add_argument(
-        "--spark-conf",
-        nargs="*",
-        default=[],
-        metavar="KEY=VALUE",
-        help="Spark settings over the embedded session's (for comparisons: spark.python.unix.domain.socket.enabled=true)",
-    )
+    add_spark_conf_option(parser)
     args = parser.parse_args()
 
     from jetspark.runners.spark.session import get_session
 
-    spark = get_session(args.master, extra_conf=dict(kv.split("=", 1) for kv in args.spark_conf))
+    spark = get_session(args.master, extra_conf=spark_conf(args))
     sc = spark.sparkContext
     empty = sc.parallelize([], args.members)
     for stages in args.stages:
