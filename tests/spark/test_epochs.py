@@ -218,8 +218,8 @@ def test_ctrl_c_while_run_waits_suspends_the_job_after_the_running_epoch_commits
     spark: Any, tmp_path: Path
 ) -> None:
     """The kernel hands a process's SIGINT to any of its threads. `run` used to wait in a bare
-    `Event.wait()`, which such a signal does not wake: a Ctrl-C went unseen until the job ended (1
-    run in 4 to 8 here, and `jetspark run` in CI). PySpark's own handler, which cancels every Spark
+    `Event.wait()`, which such a signal does not wake: a Ctrl-C went unseen until the job ended (2
+    runs in 14 here with the signal sent to the process, and `jetspark run` in CI). PySpark's own handler, which cancels every Spark
     job from inside the handler, is set aside while `run` waits and put back after."""
     import signal
     import threading
