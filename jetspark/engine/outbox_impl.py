@@ -102,9 +102,6 @@ class OutboxImpl(Outbox):
         #: During an incremental save (`save_only`): the keys that changed, and those offered.
         self._snapshot_changed: set[Any] | None = None
         self._snapshot_offered: set[Any] = set()
-        #: The keys of each bulk offer of an incremental save, as taken (cheaper than adding
-        #: each to `_snapshot_offered`: `end_incremental` subtracts them all in one call).
-        self._snapshot_offered_runs: list[tuple[Any, ...]] = []
         #: Partitions of the entries offered in the current (or last) snapshot's save.
         self.snapshot_partitions: set[int] = set()
         self.emitted_count = 0
@@ -282,7 +279,7 @@ class OutboxImpl(Outbox):
         except Exception:
             return super().offer_all_to_snapshot(keys, values)
         if changed is not None:
-            self._snapshot_offered_runs.append(tuple(kept_keys))
+            self._snapshot_offered.update(kept_keys)
         self.snapshot_partitions.update(partitions)
         self.snapshot_buffer.extend(blocks)
         return len(keys)
@@ -392,7 +389,6 @@ class OutboxImpl(Outbox):
         """An incremental snapshot: keep only offers of `changed` keys (`end_incremental`)."""
         self._snapshot_changed = changed
         self._snapshot_offered = set()
-        self._snapshot_offered_runs = []
 
     def keys_to_save(self) -> set[Any] | None:
         return self._snapshot_changed if self._snapshot_allowed_in == "save_to_snapshot" else None
@@ -404,7 +400,7 @@ class OutboxImpl(Outbox):
         changed = self._snapshot_changed
         if changed is None:
             return
-        for key in changed.difference(self._snapshot_offered, *self._snapshot_offered_runs):
+        for key in changed - self._snapshot_offered:
             if isinstance(key, BroadcastKey):
                 continue
             partition = entry_partition(key, self._partition_count)
@@ -414,7 +410,6 @@ class OutboxImpl(Outbox):
             )
         self._snapshot_changed = None
         self._snapshot_offered = set()
-        self._snapshot_offered_runs = []
 
     def flush(self) -> bool:
         """Move buffered items downstream; True when every buffer is empty afterwards.
