@@ -38,6 +38,7 @@ from jetspark.planning.adaptive import Range, decide_ranges, subpartition_ranges
 from jetspark.planning.plan import ExecutionPlan
 from jetspark.runners.spark.partition_pruning import only_partitions
 from jetspark.runners.spark.records import DataRecord, SourceRecord
+from jetspark.runners.spark.shuffle_union import shuffled_union
 
 
 @attrs.frozen
@@ -99,16 +100,18 @@ def _nothing(records: Iterable[Any]) -> list[Any]:
 
 
 def measure_and_write(
-    sc: Any, records: Any, plan: ExecutionPlan, live: Sequence[int], to_task: Any
+    sc: Any, feeders: Sequence[Any], plan: ExecutionPlan, live: Sequence[int], to_task: Any
 ) -> tuple[Any, list[int], list[int]]:
-    """Write the shuffle of `records` into a stage running members `live` (steps 1 and 2 of the
-    module docstring); return it with the bytes of each member's subpartition (other, broadcast)."""
+    """Write the shuffle of the records of `feeders` into a stage running members `live` (steps 1
+    and 2 of the module docstring); return it with the bytes of each member's subpartition
+    (other, broadcast)."""
     count = len(live)
     sizes = sc.accumulator([0] * (2 * count), _SizesParam(2 * count))
     tasks = {m: i for i, m in enumerate(live)}
     broadcast = frozenset(e.index for e in plan.edges if e.routing is RoutingPolicy.BROADCAST)
-    measured = records.mapPartitions(functools.partial(_measured, sizes, tasks, broadcast))
-    shuffled = measured.partitionBy(count + 1, to_task)  # partition `count` stays empty
+    measure = functools.partial(_measured, sizes, tasks, broadcast)
+    # partition `count` stays empty
+    shuffled = shuffled_union(sc, feeders, count + 1, to_task, lambda rdd: rdd.mapPartitions(measure))
     sc.runJob(shuffled, _nothing, [count])
     total: list[int] = list(sizes.value)
     return shuffled, total[:count], total[count:]

@@ -68,6 +68,7 @@ from jetspark.runners.spark.records import (
 )
 from jetspark.runners.spark.session import call_site, get_session, log_task_failures_once
 from jetspark.runners.spark.shipping import check_picklable
+from jetspark.runners.spark.shuffle_union import shuffled_union
 from jetspark.runners.spark.side_inputs import freeze_side_inputs
 from jetspark.runners.spark.sinks import DataFrameSink
 from jetspark.runners.spark.sources import RddSource
@@ -496,14 +497,14 @@ class SparkRunner:
                         if adapt:
                             assert settings is not None and decisions is not None
                             shuffled, sizes, broadcast = adaptive.measure_and_write(
-                                sc, sc.union(inputs), plan, live, to_task
+                                sc, inputs, plan, live, to_task
                             )
                             decision = adaptive.decide(stage.index, sizes, broadcast, settings)
                             decisions.append(decision)
                             ranges = list(decision.ranges)
                             stage_input = adaptive.read_ranges(sc, shuffled, ranges)
                         else:
-                            stage_input = sc.union(inputs).partitionBy(len(live), to_task)
+                            stage_input = shuffled_union(sc, inputs, len(live), to_task)
                 else:
                     if adapt:
                         assert settings is not None
