@@ -56,6 +56,9 @@ from jetspark.runners.startpoints import fan_out
 _log = logging.getLogger("jetspark.spark.epochs")
 #: Abort causes a job keeps (`EpochJob.abort_causes`).
 MAX_ABORT_CAUSES = 5
+#: Seconds at most the next epoch's RDDs wait after an epoch's job starts before they are built
+#: (`prebuild`: not while the job is submitted); a quarter of the span when that is shorter.
+PREBUILD_DELAY = 0.25
 
 
 class EpochAbortedError(JobFailedError):
@@ -419,7 +422,8 @@ class EpochJob(SparkHandle):
         final_rdd, persisted = self._rdds.take()
         sc = self.spark.sparkContext
         sc.setLocalProperty(SPEC_PROPERTY, spec_property(dumps(spec)))  # the tasks' spec
-        self._rdds.start_next()  # the next epoch's RDDs, built while this one runs
+        # the next epoch's RDDs, built while this one runs, once its first tasks have started
+        self._rdds.start_next(delay=min(PREBUILD_DELAY, spec.span / 4))
         try:
             with call_site(sc, final_rdd.name()):
                 records = final_rdd.collect()

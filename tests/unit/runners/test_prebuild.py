@@ -94,3 +94,23 @@ def test_a_background_build_that_does_not_finish_in_time_is_left_and_built_on_th
         "the stuck build to end",
     )
     assert prebuilt.take() == "fresh3", "the stuck build's late result went nowhere"
+
+
+def test_a_delayed_build_starts_at_once_when_take_asks_for_it() -> None:
+    """`start_next(delay)` keeps the build off the driver while the epoch's job is submitted; a
+    `take` before the delay is up does not wait for it (here an hour: a missed hurry would make
+    `take` give up after its one-minute wait and build on the spot)."""
+    builds = Builds()
+    prebuilt = Prebuilt(builds, "job", wait=60)
+    prebuilt.start_next(delay=3600)
+    assert prebuilt.take() == 1
+    assert builds.threads == ["jetspark-prebuild-job"]
+    assert (prebuilt.ahead, prebuilt.on_the_spot) == (1, 0)
+
+
+def test_a_delayed_build_runs_when_its_delay_is_up_without_a_take() -> None:
+    builds = Builds()
+    prebuilt = Prebuilt(builds, "job")
+    prebuilt.start_next(delay=0.01)
+    wait_until(lambda: builds.calls == 1, what="the delayed build ran")
+    assert builds.threads == ["jetspark-prebuild-job"]
