@@ -88,3 +88,29 @@ def test_adaptive_parallelism_is_for_batch_jobs(spark: Any, tmp_path: Any) -> No
     )
     with pytest.raises(ValueError, match="adaptive_parallelism applies to batch jobs"):
         SparkRunner(spark).submit(tagged_dag(10), config)
+
+
+def test_a_stage_fed_by_two_stages_is_measured_from_both_and_gets_every_item(spark: Any) -> None:
+    """Two source stages feed the tag stage: each feeder is measured and shuffled on its own
+    (`shuffle_union`), and the decision counts the bytes of both."""
+    settings = AdaptiveParallelism(
+        bytes_per_task=20_000, min_parallelism=1, max_parallelism=8, source_parallelism=2
+    )
+    config = JobConfig(member_count=MEMBERS, adaptive_parallelism=settings)
+    alone = SparkRunner(spark).run(tagged_dag(10_000), config, timeout=300)
+    dag = DAG()
+    low = dag.new_vertex("low", from_iterable(range(10_000)))
+    high = dag.new_vertex("high", from_iterable(range(10_000, 20_000)))
+    tag = dag.new_vertex("tag", Tag)
+    sink = dag.new_vertex("sink", collect())
+    dag.edge(Edge.from_(low, 0).to(tag, 0).partitioned(key).distributed())
+    dag.edge(Edge.from_(high, 0).to(tag, 1).partitioned(key).distributed())
+    dag.edge(Edge.between(tag, sink))
+    job = SparkRunner(spark).run(dag, config, timeout=300)
+    assert sorted(job.result("sink")) == [(n, owner(n)) for n in range(20_000)]
+    (decision,) = job.adaptive_decisions
+    (single,) = alone.adaptive_decisions
+    assert sum(decision.sizes) > 1.5 * sum(single.sizes), "the bytes of both feeders"
+    # each source stage's 2 tasks, one task reading the empty partition of both shuffles, the
+    # tag stage's one task per range: nothing runs twice
+    assert task_count(spark, job) == 2 + 2 + 1 + len(decision.ranges)

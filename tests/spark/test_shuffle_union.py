@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pytest
+
 from jetspark.runners.spark.shuffle_union import shuffled_union
 
 
@@ -110,7 +112,5 @@ def test_a_union_that_loses_the_partitioning_falls_back_to_one_shuffle_of_the_fe
 
 
 def test_no_feeder_is_an_error(spark: Any) -> None:
-    import pytest
-
     with pytest.raises(ValueError, match="at least one feeding RDD"):
         shuffled_union(spark.sparkContext, [], 3, _to_partition)
