@@ -73,6 +73,7 @@ from jetspark.runners.spark.side_inputs import freeze_side_inputs
 from jetspark.runners.spark.sinks import DataFrameSink
 from jetspark.runners.spark.sources import RddSource
 from jetspark.runners.spark.task import TaskSpec, run_stage_task, source_records
+from jetspark.runners.spark.task_entry import spark_task
 
 if TYPE_CHECKING:  # imported when used: executors of batch jobs need no fsspec
     from jetspark.checkpoint import CheckpointStore, Manifest
@@ -479,7 +480,9 @@ class SparkRunner:
                     task = functools.partial(
                         run_stage_task, spec_bytes, stage.index, own_sources[0], epoch_bytes=epoch_bytes
                     )
-                    rdd = rdd_sources[own_sources[0]].rdd.mapPartitionsWithIndex(task)
+                    rdd = rdd_sources[own_sources[0]].rdd.mapPartitionsWithIndex(
+                        functools.partial(spark_task, task)
+                    )
             else:
                 for vertex in own_sources:
                     source = rdd_sources[vertex]
@@ -520,7 +523,7 @@ class SparkRunner:
                     task_members=task_members,
                 )
                 with call_site(sc, label):
-                    rdd = stage_input.mapPartitionsWithIndex(task)
+                    rdd = stage_input.mapPartitionsWithIndex(functools.partial(spark_task, task))
             if len(stage.downstream) != 1:
                 rdd.setName(label)
             # else: PySpark pipelines the stage's function into its consumer's `filter`, so this
