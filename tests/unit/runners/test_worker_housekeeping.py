@@ -54,6 +54,25 @@ def test_frozen_cyclic_garbage_is_collected_once_thawed() -> None:
     assert collected == ["node"]
 
 
+def test_the_task_s_young_cyclic_garbage_is_collected_before_the_freeze() -> None:
+    collected: list[str] = []
+
+    class Node:
+        def __init__(self) -> None:
+            self.other: Any = self
+
+        def __del__(self) -> None:
+            collected.append("node")
+
+    gc.disable()  # only settle's own collection may find it
+    try:
+        Node()
+        worker_gc.settle(keeping=True)
+        assert collected == ["node"]
+    finally:
+        gc.enable()
+
+
 def keeping(monkeypatch: pytest.MonkeyPatch, kept: int) -> None:
     monkeypatch.setattr(state_cache, "size", lambda: kept)
 
