@@ -24,12 +24,14 @@ from types import FrameType
 
 #: PySpark's worker module, whose frames hold the file objects of the JVM's socket.
 _WORKER_MODULE = "pyspark.worker"
-#: Linux's TCP_QUICKACK (Python's `socket` module names it on Linux only).
-_TCP_QUICKACK = getattr(socket, "TCP_QUICKACK", 12)
+#: Linux's TCP_QUICKACK (Python's `socket` module names it on Linux only; elsewhere only Nagle's
+#: algorithm is turned off).
+_TCP_QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)
 
-#: The JVM socket of this worker process (a duplicate of its descriptor), once found.
+#: The JVM socket of this worker process (a duplicate of its descriptor) once found, and the
+#: descriptor and inode it was found by (a reused number with another socket behind it is not it).
 _jvm_socket: socket.socket | None = None
-_jvm_fd: int | None = None
+_jvm_identity: tuple[int, int] | None = None
 
 
 def ack_promptly() -> bool:
@@ -39,8 +41,9 @@ def ack_promptly() -> bool:
     if sock is None:
         return False
     try:
-        sock.setsockopt(socket.IPPROTO_TCP, _TCP_QUICKACK, 1)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if _TCP_QUICKACK is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, _TCP_QUICKACK, 1)
     except OSError:
         return False
     return True
@@ -49,43 +52,39 @@ def ack_promptly() -> bool:
 def jvm_socket(frame: FrameType | None = None) -> socket.socket | None:
     """This worker's TCP socket to the JVM (a duplicate descriptor, kept for the worker's life),
     found in the PySpark frames below `frame` (by default, the caller's); None when there is none."""
-    global _jvm_socket, _jvm_fd
-    fd = _outfile_descriptor(sys._getframe(1) if frame is None else frame)
-    if fd is None:
+    global _jvm_socket, _jvm_identity
+    identity = _outfile_socket(sys._getframe(1) if frame is None else frame)
+    if identity is None:
         return None
-    if fd == _jvm_fd and _jvm_socket is not None:
+    if identity == _jvm_identity and _jvm_socket is not None:
         return _jvm_socket
+    duplicate = os.dup(identity[0])
     try:
-        sock = socket.socket(fileno=os.dup(fd))  # a duplicate; family and type read from it
+        sock = socket.socket(fileno=duplicate)  # family and type are read from the descriptor
     except OSError:
+        os.close(duplicate)
         return None
     if sock.family not in (socket.AF_INET, socket.AF_INET6) or sock.type != socket.SOCK_STREAM:
         sock.close()
         return None
     if _jvm_socket is not None:
         _jvm_socket.close()
-    _jvm_socket, _jvm_fd = sock, fd
+    _jvm_socket, _jvm_identity = sock, identity
     return sock
 
 
-def _outfile_descriptor(frame: FrameType | None) -> int | None:
-    """The descriptor of the `outfile` a PySpark worker frame up the stack writes to, or None."""
+def _outfile_socket(frame: FrameType | None) -> tuple[int, int] | None:
+    """The descriptor and inode of the socket behind the `outfile` a PySpark worker frame up the
+    stack writes to, or None."""
     while frame is not None:
         if frame.f_globals.get("__name__") == _WORKER_MODULE:
-            outfile = frame.f_locals.get("outfile")
-            fileno = getattr(outfile, "fileno", None)
+            fileno = getattr(frame.f_locals.get("outfile"), "fileno", None)
             if fileno is not None:
                 try:
                     fd = fileno()
-                except (OSError, ValueError):
+                    status = os.fstat(fd)
+                except (OSError, ValueError, TypeError):
                     return None
-                return fd if isinstance(fd, int) and fd >= 0 and _is_socket(fd) else None
+                return (fd, status.st_ino) if stat.S_ISSOCK(status.st_mode) else None
         frame = frame.f_back
     return None
-
-
-def _is_socket(fd: int) -> bool:
-    try:
-        return stat.S_ISSOCK(os.fstat(fd).st_mode)
-    except OSError:
-        return False

@@ -7,6 +7,7 @@ Spark side: tests/spark/test_worker_housekeeping.py)."""
 from __future__ import annotations
 
 import gc
+import os
 import socket
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -141,3 +142,17 @@ def test_outside_a_pyspark_worker_or_on_a_unix_socket_nothing_is_touched() -> No
     with left, right, left.makefile("wb") as outfile:
         assert in_pyspark_worker(outfile, worker_socket.ack_promptly) is False
     assert in_pyspark_worker(object(), worker_socket.ack_promptly) is False  # no descriptor
+
+
+def test_a_descriptor_number_reused_for_another_socket_is_found_afresh() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        first_jvm = socket.create_connection(server.getsockname())
+        first, _ = server.accept()
+        second_jvm = socket.create_connection(server.getsockname())
+        second, _ = server.accept()
+        with first_jvm, first, second_jvm, second, first.makefile("wb") as outfile:
+            found = in_pyspark_worker(outfile, worker_socket.jvm_socket)
+            assert found is not None and found.getpeername() == first.getpeername()
+            os.dup2(second.fileno(), first.fileno())  # the same number, another socket behind it
+            found = in_pyspark_worker(outfile, worker_socket.jvm_socket)
+            assert found is not None and found.getpeername() == second.getpeername()
