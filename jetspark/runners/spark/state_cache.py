@@ -71,6 +71,8 @@ Key = tuple[str, str, int]  # (job id, vertex, member)
 #: the lock.
 _CACHE: dict[Key, Kept] = {}
 _LOCK = threading.RLock()
+#: Kept processors closed in this worker so far (`closed_count`).
+_closed = 0
 #: Called (without the lock) whenever the cache becomes empty: the handoff server stops then.
 WHEN_EMPTY: list[Callable[[], None]] = []
 
@@ -161,6 +163,11 @@ def size() -> int:
     return len(_CACHE)
 
 
+def closed_count() -> int:
+    """How many kept processors this worker has closed so far (dropped, replaced or evicted)."""
+    return _closed
+
+
 def holds(job_id: str, vertices: Collection[str], member: int, snapshot_id: int) -> bool:
     """Whether this worker keeps processors of `member` for one of `vertices`, as they were after
     snapshot `snapshot_id` (what a relayed task's restore would take, if that snapshot is the
@@ -218,6 +225,8 @@ def _dropped(items: list[tuple[Key, Kept]]) -> None:
 
 
 def close_all(processors: list[Processor], vertex: str) -> None:
+    global _closed
+    _closed += len(processors)  # `worker_gc`: old objects became garbage
     for processor in processors:
         try:
             type(processor).close(processor)
