@@ -41,8 +41,8 @@ _not_tcp: tuple[int, int] | None = None
 
 
 def ack_promptly() -> bool:
-    """Acknowledge what the JVM sent and leave delayed-ACK mode (see the module); True when the socket was found.
-    Call it from the task's function (it looks for PySpark's frames below the caller)."""
+    """Acknowledge what the JVM sent and leave delayed-ACK mode (see the module); True when the
+    socket was found. Call it from the task's function (it looks for PySpark's frames below it)."""
     sock = jvm_socket(sys._getframe(1))
     if sock is None:
         return False

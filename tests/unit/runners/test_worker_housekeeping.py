@@ -1,8 +1,9 @@
-"""The Python worker's housekeeping around a stage task (`runners.spark.task_entry`): objects are
-frozen after a task of a worker that keeps processors (PySpark's collection after each task then
-skips them) and thawed when the next task starts; the worker's TCP socket to the JVM, found in
-PySpark's frames, acknowledges promptly and sends without delay. Real sockets, no Spark (the
-Spark side: tests/spark/test_worker_housekeeping.py)."""
+"""The Python worker's housekeeping around a stage task (`runners.spark.task_entry`): a worker that
+keeps processors ends each task with its objects frozen (PySpark's collection after the task then
+skips them), after collecting what the task left, and is left thawed for a full walk when it keeps
+nothing, when the state cache closed processors, and every `FULL_WALK_EVERY` tasks; the worker's
+TCP socket to the JVM, found in PySpark's frames, acknowledges promptly and sends without delay.
+Real sockets, no Spark (the Spark side: tests/spark/test_worker_housekeeping.py)."""
 
 from __future__ import annotations
 
