@@ -60,14 +60,23 @@ def enable(path: str) -> None:
 
 # ---- in the Python workers ---------------------------------------------------------------------
 
-_task: dict[str, Any] = {}
+
+class _PerThread(threading.local):
+    """The running task's figures: one per thread, since a worker that holds a member's
+    processors may run a relayed task (`handoff`) on a thread beside its own task."""
+
+    def __init__(self) -> None:
+        self.task: dict[str, Any] = {}
+
+
+_local = _PerThread()
 _lock = threading.Lock()
 
 
 def _add(name: str, seconds: float) -> None:
-    with _lock:
-        if _task:
-            _task[name] = _task.get(name, 0.0) + seconds
+    task = _local.task
+    if task:
+        task[name] = task.get(name, 0.0) + seconds
 
 
 def install_worker(path: str) -> None:
@@ -94,35 +103,36 @@ def install_worker(path: str) -> None:
     original_finish = task_class.finish_keeping
 
     def init(self: Any, spec: Any, *args: Any, **kwargs: Any) -> None:
-        with _lock:
-            _task.clear()
-            _task.update(start=time.time(), epoch=spec.epoch, commit_only=spec.commit_only)
+        task = _local.task
+        task.clear()
+        task.update(start=time.time(), epoch=spec.epoch, commit_only=spec.commit_only, pid=os.getpid())
         original_init(self, spec, *args, **kwargs)
-        _task.update(member=self.member, job=self.plan.job_id)
+        task.update(member=self.member, job=self.plan.job_id, relayed=self.relayed)
 
     def refusal(self: Any, stage: int, carrier: int) -> Any:
-        _task["stage"] = stage
+        _local.task["stage"] = stage
         return timed("claim", original_refusal)(self, stage, carrier)
 
     def on_tick(self: Any) -> None:
-        if "loop" not in _task:
-            _task["loop"] = time.time()
+        task = _local.task
+        if "loop" not in task:
+            task["loop"] = time.time()
         original_tick(self)
-        if self._started and "due" not in _task:
-            _task["due"] = time.time()
+        if self._started and "due" not in task:
+            task["due"] = time.time()
 
     def report(self: Any, carrier: int, stage: int) -> Any:
-        _task["loop_end"] = time.time()
+        _local.task["loop_end"] = time.time()
         return original_report(self, carrier, stage)
 
     def finish_keeping(self: Any, tasklets: Any, success: bool) -> None:
-        _task["close"] = time.time()
+        task = _local.task
+        task["close"] = time.time()
         original_finish(self, tasklets, success)
-        with _lock:
-            _task.update(end=time.time(), kept=len(self.kept), keeping=len(self.keeping))
-            line = json.dumps(_task)
-            _task.clear()
-        with open(path, "a") as out:
+        task.update(end=time.time(), kept=len(self.kept), keeping=len(self.keeping))
+        line = json.dumps(task)
+        task.clear()
+        with _lock, open(path, "a") as out:
             out.write(line + "\n")
 
     task_class.__init__ = init  # type: ignore[method-assign]

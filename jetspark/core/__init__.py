@@ -25,6 +25,7 @@ from jetspark.core.errors import RestartableError as RestartableError
 from jetspark.core.errors import TopologyChangedError as TopologyChangedError
 from jetspark.core.inbox import Inbox as Inbox
 from jetspark.core.keyed_state import KeyedState as KeyedState
+from jetspark.core.keyed_state import keys_to_offer as keys_to_offer
 from jetspark.core.outbox import Outbox as Outbox
 from jetspark.core.partitioner import DEFAULT_PARTITION_COUNT as DEFAULT_PARTITION_COUNT
 from jetspark.core.partitioner import Partitioner as Partitioner
@@ -86,6 +87,7 @@ __all__ = [
     "Watermark",
     "default_partitioner",
     "empty_traverser",
+    "keys_to_offer",
     "lazy_traverser",
     "singleton_traverser",
     "stable_hash",

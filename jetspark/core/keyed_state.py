@@ -40,6 +40,24 @@ K = TypeVar("K")
 V = TypeVar("V")
 
 _MISSING: Any = object()
+#: A save walks the held keys (not the changed ones) when at least 1/this of them changed.
+DICT_ORDER_SHARE = 8
+
+
+def keys_to_offer(held: Collection[Any], only: Collection[Any] | None) -> list[Any]:
+    """The keys of `held` (a processor's keyed state) a save offers: all of them (`only` None:
+    a full snapshot), else those of `only` (`Outbox.keys_to_save()`: the changed keys) that
+    `held` still has. In `held`'s own order when the changed keys are many: a set's order is its
+    hash order, and reading half a million keys and their values in that order jumps across
+    memory (2.6x slower than a dict's insertion order at 500 k keys, measured: most of an
+    incremental save in which every key changed)."""
+    if only is None:
+        return list(held)
+    if not isinstance(only, (set, frozenset)):
+        only = set(only)
+    if len(only) * DICT_ORDER_SHARE >= len(held):
+        return list(filter(only.__contains__, held))
+    return list(filter(held.__contains__, only))
 
 
 class _Saver(Protocol):
@@ -76,8 +94,7 @@ class KeyedState(dict[K, V]):
         goes on where it stopped. Returns True when done, and the tracking starts afresh."""
         outbox = processor.outbox
         if self._saving is None:
-            only = outbox.keys_to_save()
-            self._saving = list(self) if only is None else list(filter(self.__contains__, only))
+            self._saving = keys_to_offer(self, outbox.keys_to_save())
         saving = self._saving
         # In bulk (`Outbox.offer_all_to_snapshot`), a chunk per call, so that a cooperative call
         # stays short: the engine's outbox takes a whole chunk; another outbox may take part of

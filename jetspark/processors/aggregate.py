@@ -30,6 +30,7 @@ from jetspark.core.dag import DAG, Vertex
 from jetspark.core.edge import Edge
 from jetspark.core.errors import ProcessorContractError
 from jetspark.core.inbox import Inbox
+from jetspark.core.keyed_state import keys_to_offer
 from jetspark.core.partitioner import whole_item
 from jetspark.core.processor import Processor
 from jetspark.core.suppliers import FusibleSupplier, ProcessorSupplier
@@ -291,7 +292,7 @@ class _KeyedStateP(AbstractProcessor):
         accs = self._accs
         if self._snapshot_keys is None:
             only = self.outbox.keys_to_save()
-            self._snapshot_keys = iter(list(accs) if only is None else [k for k in only if k in accs])
+            self._snapshot_keys = iter(keys_to_offer(accs, only))
         offer = self.outbox.offer_to_snapshot
         if self._snapshot_pending is not _NO_ENTRY:
             if not offer(self._snapshot_pending, accs[self._snapshot_pending]):

@@ -25,6 +25,7 @@ from typing import Any
 
 from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.errors import ProcessorContractError
+from jetspark.core.keyed_state import keys_to_offer
 from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.core.watermark import BroadcastKey, Watermark
 from jetspark.processors._snapshots import EntryWriter, by_key, lowest
@@ -133,7 +134,7 @@ class _HashJoinP(AbstractProcessor):
         only = self.outbox.keys_to_save()
         table = self._table
         if not self._broadcast:
-            keys = table if only is None else [key for key in only if key in table]
+            keys = keys_to_offer(table, only)
             entries = [(key, table[key]) for key in keys]
         elif self.context.global_processor_index == 0:
             entries = [(BroadcastKey(("build", key)), items) for key, items in self._table.items()]

@@ -21,6 +21,7 @@ from typing import Any
 
 from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.errors import ProcessorContractError
+from jetspark.core.keyed_state import keys_to_offer
 from jetspark.core.partitioner import whole_item
 from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.processors._snapshots import EntryWriter
@@ -125,7 +126,7 @@ class _DistinctP(AbstractProcessor):
     def _snapshot_entries(self) -> list[tuple[Any, Any]]:
         only = self.outbox.keys_to_save()
         seen = self._seen
-        return [(key, True) for key in (seen if only is None else [k for k in only if k in seen])]
+        return [(key, True) for key in keys_to_offer(seen, only)]
 
     def restore_from_snapshot_entry(self, key: Any, value: Any) -> None:
         self._seen.add(key)

@@ -24,6 +24,7 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from jetspark.core.abstract_processor import AbstractProcessor
+from jetspark.core.keyed_state import keys_to_offer
 from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.core.watermark import BroadcastKey, Watermark
 from jetspark.processors._snapshots import EntryWriter, lowest
@@ -189,7 +190,7 @@ class _SessionWindowP(AbstractProcessor):
     def _snapshot_entries(self) -> list[tuple[Any, Any]]:
         only = self.outbox.keys_to_save()
         held = self._sessions
-        keys = held if only is None else [key for key in only if key in held]
+        keys = keys_to_offer(held, only)
         entries: list[tuple[Any, Any]] = [(key, [tuple(s) for s in held[key]]) for key in keys]
         if self._wm is not None:
             entries.append((_LAST_WATERMARK, self._wm))

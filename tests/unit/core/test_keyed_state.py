@@ -7,8 +7,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from jetspark import KeyedState
+from jetspark import KeyedState, keys_to_offer
+from jetspark.core.keyed_state import DICT_ORDER_SHARE
 from jetspark.core.outbox import Outbox
 from jetspark.testing import verify_processor
 from tests.keyed_tally import KeyedTally
@@ -137,3 +140,48 @@ def test_a_users_processor_on_it_passes_the_test_kit_with_incremental_snapshots(
         .partitioned_input(lambda item: item[1])
         .expect_output(expected, any_order=True)
     )
+
+
+# ---- keys_to_offer: what a save offers, and in which order ---------------------------------------
+
+
+def test_keys_to_offer_gives_every_held_key_in_a_full_save_and_the_changed_ones_held_in_an_incremental() -> (
+    None
+):
+    held = {"a": 1, "b": 2, "c": 3}
+    assert keys_to_offer(held, None) == ["a", "b", "c"]
+    assert sorted(keys_to_offer(held, {"a", "c", "gone"})) == ["a", "c"], "a removed key is left out"
+    assert keys_to_offer(held, set()) == []
+    assert sorted(keys_to_offer(held, ["c", "gone"])) == ["c"], "any collection of changed keys"
+    assert sorted(keys_to_offer({"x", "y"}, {"y", "z"})) == ["y"], "a set as the state"
+
+
+def test_keys_to_offer_walks_the_state_in_its_order_when_many_keys_changed() -> None:
+    # A set iterates in hash order; the dict's insertion order reads keys and values where they
+    # lie in memory (much faster at scale). Which walk happened shows in the order offered.
+    held = {f"key-{i}": i for i in reversed(range(2_000))}
+    many = set(list(held)[: len(held) // DICT_ORDER_SHARE + 1])
+    assert keys_to_offer(held, many) == [key for key in held if key in many]
+    few = set(list(held)[:5])
+    assert keys_to_offer(held, few) == list(few), "few changed keys: only they are visited"
+
+
+@given(
+    held=st.dictionaries(st.integers(-50, 50), st.integers(), max_size=60),
+    only=st.one_of(st.none(), st.sets(st.integers(-60, 60), max_size=80)),
+)
+def test_keys_to_offer_is_the_held_changed_keys_each_once(
+    held: dict[int, int], only: set[int] | None
+) -> None:
+    offered = keys_to_offer(held, only)
+    assert len(offered) == len(set(offered))
+    assert set(offered) == (set(held) if only is None else set(held) & only)
+
+
+def test_an_incremental_save_of_many_changed_keys_offers_them_in_the_states_order() -> None:
+    state = tracking({f"k{i}": i for i in reversed(range(100))})
+    for key in list(state)[::2]:
+        state[key] += 1
+    saver = Saver(keys_to_save=state.changed_keys())
+    saver.save_all(state)
+    assert [key for key, _ in saver.offered] == [key for key in state if key in set(list(state)[::2])]
