@@ -9,6 +9,7 @@ import os
 import pickle
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -154,29 +155,70 @@ def test_a_failure_in_the_holder_is_raised_by_the_relaying_task_with_its_encoded
     assert isinstance(raised.value.__cause__, handoff.RelayedTraceback)
 
 
+def test_the_holders_output_crosses_in_batches_in_order_what_is_held_going_before_each_request(
+    holder: tuple[int, Path],
+) -> None:
+    """One message per output record made a worker that also runs a relayed task of its own give
+    up the GIL for each (`benchmarks/relay_crossing.py`): the holder sends them in batches, and
+    what it holds goes out before it asks for more input."""
+    relay = handoff.open_relay(request(), STAGE)
+    assert relay is not None
+    channel = relay.channel
+    assert channel.read()[0] == handoff.NEXT
+    inputs = [f"r{i}" for i in range(100)]
+    channel.send(handoff.INPUT, pickle.dumps([pickle.dumps(r) for r in inputs]))
+    kind, payload = channel.read()
+    assert kind == handoff.OUT, "the output of the first input, before the next request"
+    assert [pickle.loads(d) for d in pickle.loads(payload)] == [r * 2 for r in inputs], (
+        "one message, in order"
+    )
+    assert channel.read()[0] == handoff.NEXT
+    channel.send(handoff.INPUT_END, b"")
+    assert channel.read()[0] == handoff.DONE, "nothing held: no empty batch"
+    channel.send(handoff.ACK, b"")
+    channel.close()
+
+
 def test_a_holder_killed_mid_relay_fails_the_relaying_task_naming_it(holder: tuple[int, Path]) -> None:
     pid, marks = holder
     relay = handoff.open_relay(request(), STAGE)
     assert relay is not None
     out = relay.run(iter(["a", "hold", "b"]))
-    assert next(out) == "aa"
-    wait_until((marks / "holding").exists, "the holder to hold")
-    os.kill(pid, signal.SIGKILL)
-    with pytest.raises(
-        TaskFailure, match=rf"the Python worker \(pid {pid}\) that holds this member's processors stopped"
-    ):
-        next(out)
+
+    def kill_when_holding() -> None:
+        wait_until((marks / "holding").exists, "the holder to hold")
+        os.kill(pid, signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_when_holding)
+    killer.start()
+    try:
+        with pytest.raises(
+            TaskFailure, match=rf"the Python worker \(pid {pid}\) that holds this member's processors stopped"
+        ):
+            list(out)  # "aa" was still held back by the holder: it never arrives
+    finally:
+        killer.join()
 
 
 def test_the_holder_stops_a_run_whose_relaying_side_went_away(holder: tuple[int, Path]) -> None:
     _, marks = holder
     relay = handoff.open_relay(request(), STAGE)
     assert relay is not None
-    out = relay.run(iter(["a", "hold"]))
-    assert next(out) == "aa"
+    failed: list[BaseException] = []
+
+    def relaying_task() -> None:
+        try:
+            list(relay.run(iter(["a", "hold"])))
+        except TaskFailure as failure:
+            failed.append(failure)
+
+    task = threading.Thread(target=relaying_task)
+    task.start()
     wait_until((marks / "holding").exists, "the holder to hold")
-    out.close()  # Spark stopped reading: the relaying side closes its socket
+    relay.channel.sock.shutdown(socket.SHUT_RDWR)  # Spark stopped the task: its socket closes
     wait_until((marks / "stopped").exists, "the holder's run to see the relaying side gone")
+    task.join()
+    assert failed, "the relaying side's read ends with its socket"
 
 
 def test_a_run_that_ended_without_the_relaying_sides_ack_is_not_kept(holder: tuple[int, Path]) -> None:
