@@ -12,7 +12,8 @@ retained one's chain names, and the integrity checks cover chain files too (`Che
 
 `plan_chain` decides, per (vertex, member), whether the next file may be incremental: a full one
 every `FULL_EVERY` snapshots, or as soon as the chain's incremental bytes outgrow `MAX_DELTA_RATIO`
-of its full file, so that a restore never reads much more than the state.
+of its full file, so that a restore never reads much more than the state. When the save starts,
+`delta_limit` may still make it full: when more than that share of a large state's keys changed.
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ BROADCAST_PARTITION = -1
 FULL_EVERY = 10
 #: A full file when the chain's incremental files together exceed this share of its full file.
 MAX_DELTA_RATIO = 0.5
+#: A state of at least this many keys (its full file's) saves in full when more than
+#: `MAX_DELTA_RATIO` of them changed (`delta_limit`); a smaller one saves what changed anyway.
+LIMITED_FROM_KEYS = 10_000
 
 
 def merge(layers: Iterable[Iterable[Entry]]) -> Iterator[Entry]:
@@ -78,6 +82,19 @@ def merge(layers: Iterable[Iterable[Entry]]) -> Iterator[Entry]:
             singles.append(held)
     blocks = [(p, block_key(len(keys)), block_value(keys, values)) for p, (keys, values) in opened.items()]
     return itertools.chain(broadcast, singles, blocks)
+
+
+def delta_limit(chain: tuple[tuple[int, SnapshotFile], ...]) -> int | None:
+    """Above how many changed keys the next file of `chain` is a full one after all: more than
+    `MAX_DELTA_RATIO` of the keys of its full file. An incremental file of most of a large state
+    costs more to save than a full one (each changed key is looked up and tracked as well), and a
+    restore would read the state about twice; `plan_chain`'s byte rule only makes the file after
+    it full. None (no limit): the full file holds fewer than `LIMITED_FROM_KEYS` keys, or is of an
+    earlier release (its key count is not recorded)."""
+    keys = chain[0][1].keys
+    if keys is None or keys < LIMITED_FROM_KEYS:
+        return None
+    return int(MAX_DELTA_RATIO * keys)
 
 
 def plan_chain(snapshot_id: int, base: SnapshotFile | None) -> tuple[tuple[int, SnapshotFile], ...] | None:

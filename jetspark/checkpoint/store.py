@@ -49,6 +49,7 @@ from jetspark.checkpoint.entries import (
     wanted_ranges,
 )
 from jetspark.checkpoint.job_record import JobRecord
+from jetspark.core.snapshot_block import entry_total
 from jetspark.filesystems import is_local
 
 FORMAT = 1
@@ -81,6 +82,10 @@ class SnapshotFile:
     chain: tuple[tuple[int, SnapshotFile], ...] = ()
     #: How its segments are laid out (`entries.py`): 1 for files of earlier releases.
     layout: int = 1
+    #: How many entries it holds, a block's (`core.snapshot_block`) counted one by one, deletions
+    #: too; None for files of earlier releases. A full file's is the state's key count, which
+    #: tells an incremental save when what changed is most of the state (`deltas.delta_limit`).
+    keys: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -95,6 +100,8 @@ class SnapshotFile:
             body["layout"] = self.layout
         if self.chain:
             body["chain"] = [[snapshot_id, file.to_json()] for snapshot_id, file in self.chain]
+        if self.keys is not None:
+            body["keys"] = self.keys
         return body
 
     @classmethod
@@ -108,6 +115,7 @@ class SnapshotFile:
             segments=tuple(Segment(*map(int, s)) for s in data["segments"]),
             chain=tuple((int(i), SnapshotFile.from_json(f)) for i, f in data.get("chain", ())),
             layout=_layout(data.get("layout", 1)),
+            keys=None if data.get("keys") is None else int(data["keys"]),
         )
 
     def without_chain(self) -> SnapshotFile:
@@ -186,7 +194,8 @@ class CheckpointStore:
     ) -> SnapshotFile:
         """Write one file of snapshot `snapshot_id`: the entries of `vertex` from one writer (a
         member); with `chain`, only what changed since those files (`deltas.py`)."""
-        encoded = encode(entries)
+        listed = entries if isinstance(entries, list) else list(entries)
+        encoded = encode(listed)
         name = check_name("snapshot file", f"{writer}.snap")
         directory = self.snapshot_dir(snapshot_id)
         self.fs.makedirs(directory, exist_ok=True)
@@ -200,6 +209,7 @@ class CheckpointStore:
             encoded.segments,
             chain,
             encoded.layout,
+            entry_total(listed),
         )
 
     def commit(

@@ -193,8 +193,22 @@ class SnapshotContext:
         self.incremental: set[str] = set()
         #: Of those, vertices where some processor saved everything: their snapshot is a full one.
         self.full_saves: set[str] = set()
+        #: Per vertex of `incremental`: above how many changed keys (its processors here together)
+        #: its snapshot is a full one after all; set by the runner, see `many_changed`.
+        self.delta_limits: dict[str, int] = {}
         self.on_phase1_complete: Callable[[int, SnapshotData], bool] = lambda _id, _data: True
         self.on_phase2_complete: Callable[[int], None] = lambda _id: None
+
+    def many_changed(self, vertex: str, changed: int) -> bool:
+        """Whether `vertex`'s snapshot is a full one although it could be incremental: its first
+        processor to save estimates the changed keys of all of them here (`changed`) and decides
+        for every one (a file is full or incremental as a whole): above the vertex's limit, full."""
+        with self._lock:
+            limit = self.delta_limits.pop(vertex, None)
+            if limit is not None and changed > limit:
+                self.incremental.discard(vertex)
+                self.full_saves.add(vertex)
+            return vertex not in self.incremental
 
     @property
     def in_progress(self) -> bool:

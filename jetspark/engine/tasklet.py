@@ -553,7 +553,10 @@ class ProcessorTasklet:
         if not saves_incrementally(self.processor):
             snapshot.full_saves.add(vertex)
             return
-        self.outbox.save_only(changed_keys(self.processor))
+        changed = changed_keys(self.processor)
+        if snapshot.many_changed(vertex, len(changed) * self.context.local_parallelism):
+            return  # most of the state changed: a full save, cheaper and read once by a restore
+        self.outbox.save_only(changed)
 
     def _emit_barrier(self) -> bool:
         barrier = self._barrier

@@ -371,6 +371,10 @@ class EpochTask:
         context.on_phase1_complete = self._write
         self._chains = self._plan_chains()
         context.incremental = set(self._chains)
+        from jetspark.checkpoint.deltas import delta_limit
+
+        limits = {vertex: delta_limit(chain) for vertex, chain in self._chains.items()}
+        context.delta_limits = {vertex: limit for vertex, limit in limits.items() if limit is not None}
         self.context = context
         return context
 

@@ -143,3 +143,29 @@ def test_an_incremental_save_keeps_every_broadcast_entry_and_deletes_none() -> N
     assert [pickle.loads(e.key) for e in taken if e.partition != -1] == ["a"], "a deleted, b unchanged"
     outbox.allow_snapshot_offers(None)
     assert outbox.keys_to_save() is None, "outside save_to_snapshot"
+
+
+def test_a_file_records_how_many_entries_it_holds_a_blocks_counted_one_by_one(tmp_path: Path) -> None:
+    store = CheckpointStore(str(tmp_path), "job")
+    from jetspark.core.snapshot_block import block_key, block_value
+
+    block = (3, block_key(4), block_value([1, 2, 3, 4], ["a", "b", "c", "d"]))
+    written = store.write_file(0, "counts", "v0001-m00000-a1", [block, (5, b"k", b"v")])
+    assert written.keys == 5
+    store.commit(0, [written], 271, {"member_count": 1})
+    manifest = store.latest()
+    assert manifest is not None and manifest.files[0].keys == 5, "the manifest keeps it"
+    earlier = written.to_json()
+    del earlier["keys"]
+    assert SnapshotFile.from_json(earlier).keys is None, "a file of an earlier release: not known"
+
+
+def full_file(keys: int | None) -> SnapshotFile:
+    return SnapshotFile("f.snap", "counts", 100, "0" * 64, 1, (), (), 2, keys)
+
+
+def test_a_large_states_next_save_is_limited_to_changing_half_its_keys_a_small_ones_is_not() -> None:
+    large = deltas.LIMITED_FROM_KEYS * 4
+    assert deltas.delta_limit(((0, full_file(large)),)) == int(deltas.MAX_DELTA_RATIO * large)
+    assert deltas.delta_limit(((0, full_file(deltas.LIMITED_FROM_KEYS - 1)),)) is None
+    assert deltas.delta_limit(((0, full_file(None)),)) is None

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from jetspark.core import DAG, AbstractProcessor, JobConfig, Watermark
+from jetspark.core import DAG, AbstractProcessor, JobConfig, KeyedState, Watermark
 from jetspark.core.errors import ProcessorContractError
 from jetspark.engine.outbox_impl import OutboxImpl
 from jetspark.engine.queue import BoundedQueue
@@ -49,7 +49,7 @@ class Counting(AbstractProcessor):
 
 
 def source_tasklet(
-    processor: Counting, queue: BoundedQueue, batch_size: int
+    processor: AbstractProcessor, queue: BoundedQueue, batch_size: int
 ) -> tuple[ProcessorTasklet, SnapshotContext]:
     dag = DAG()
     dag.new_vertex("source", lambda: processor, 1)
@@ -205,3 +205,51 @@ def test_an_offer_from_snapshot_commit_finish_is_refused_naming_that_method() ->
         for _ in range(50):
             tasklet.call()
             queue.take()
+
+
+class Tallies(AbstractProcessor):
+    """A source whose state is a `KeyedState` of `keys` tallies: each complete() call bumps the
+    keys `bump` names, once; saves incrementally (it names the keys it changed)."""
+
+    def __init__(self, keys: int, bump: range) -> None:
+        self.tallies: KeyedState[int, int] = KeyedState()
+        for key in range(keys):
+            self.tallies.restore(key, 0)  # as after a restore: nothing changed since
+        self.bump = bump
+
+    def complete(self) -> bool:
+        for key in self.bump:
+            self.tallies[key] += 1
+        self.bump = range(0)
+        return False
+
+    def save_to_snapshot(self) -> bool:
+        return self.tallies.save(self)
+
+    def changed_snapshot_keys(self) -> Any:
+        return self.tallies.changed_keys()
+
+
+@pytest.mark.parametrize(
+    ("changed", "limit", "full"),
+    [(8, 5, True), (3, 5, False), (10, None, False)],
+    ids=["more changed than the limit: full", "fewer: incremental", "no limit: incremental"],
+)
+def test_a_save_is_full_when_more_keys_changed_than_the_vertexs_limit(
+    changed: int, limit: int | None, full: bool
+) -> None:
+    processor = Tallies(10, range(changed))
+    queue = BoundedQueue(64)
+    tasklet, snapshots = source_tasklet(processor, queue, batch_size=64)
+    tasklet.call()
+    snapshots.incremental = {"source"}
+    snapshots.delta_limits = {} if limit is None else {"source": limit}
+    snapshots.start(0)
+    run_until_barrier(tasklet, queue)
+    saved = dict(decode_entries(snapshots.data["source"]))
+    if full:
+        assert saved == {k: (1 if k < changed else 0) for k in range(10)}, "every key, as a full save"
+        assert "source" in snapshots.full_saves and "source" not in snapshots.incremental
+    else:
+        assert saved == {k: 1 for k in range(changed)}, "only the changed keys"
+        assert "source" in snapshots.incremental and "source" not in snapshots.full_saves

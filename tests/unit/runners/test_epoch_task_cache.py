@@ -148,6 +148,35 @@ def test_broadcast_entries_allow_an_incremental_file_but_not_keeping_the_process
     assert list(chains) == ["counts"] and [i for i, _ in chains["counts"]] == [5]
 
 
+def test_a_large_member_file_limits_how_many_keys_the_next_incremental_save_may_change(
+    tmp_path: Path,
+) -> None:
+    """The committed file's key count (a block's entries counted) sets the limit above which
+    the member's next save of the vertex is a full one (`deltas.delta_limit`); a small file
+    sets none."""
+    from jetspark.checkpoint.deltas import LIMITED_FROM_KEYS, MAX_DELTA_RATIO
+    from jetspark.core.snapshot_block import block_key, block_value
+
+    the_plan = plan()
+    small = tmp_path / "small"
+    commit(CheckpointStore(str(small), "job"), the_plan, 5)
+    assert task(small, the_plan, 5).snapshot_context(1).delta_limits == {}
+
+    large = tmp_path / "large"
+    store = CheckpointStore(str(large), "job")
+    index = list(the_plan.vertices).index("counts")
+    keys = list(range(LIMITED_FROM_KEYS))
+    files = []
+    for member in (0, 1):
+        partition = the_plan.arrangement.member_partitions(member)[0]
+        block: Entry = (partition, block_key(len(keys)), block_value(keys, keys))
+        files.append(store.write_file(5, "counts", f"v{index:04d}-m{member:05d}-a5{member}", [block]))
+    store.commit(5, files, the_plan.arrangement.partition_count, {"member_count": 2})
+    context = task(large, the_plan, 5).snapshot_context(1)
+    assert context.incremental == {"counts"}
+    assert context.delta_limits == {"counts": int(MAX_DELTA_RATIO * LIMITED_FROM_KEYS)}
+
+
 class Dropping(Counting):
     """Counts what it dropped since it was made (a processor's own counter)."""
 
