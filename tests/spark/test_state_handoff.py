@@ -22,7 +22,7 @@ from jetspark.processors.transactional import read_lines
 from jetspark.runners.job import JobStatus
 from jetspark.runners.spark import handoff_registry
 from jetspark.runners.spark.runner import SparkRunner
-from jetspark.runners.spark.state_cache import HITS, MISSES, RELAYS
+from jetspark.runners.spark.state_cache import HITS, MISSES
 from tests.gates import Gate, gated_stream
 from tests.spark.test_state_cache_on_spark import two_members
 from tests.waiting import wait_until
@@ -45,9 +45,12 @@ def test_every_restore_of_a_steady_job_hits_and_the_registry_is_empty_after_it(
     spark: Any, tmp_path: Path
 ) -> None:
     """Each member's processors stay in one worker; a task landing elsewhere relays to it. So no
-    restore of the steady job reads the store (0 misses). Relays happen when a task lands in a
-    worker other than its holder, about half the time on local[2]: that none of 20 or more did
-    has a chance under one in a million. After the job, no registry entry of it is left."""
+    restore of the steady job reads the store (0 misses). How many relays that took is not
+    asserted: PySpark hands a task to the worker that became idle first, which follows timing,
+    not chance (on a loaded machine a run of 12 epochs once landed every task on its holder);
+    a relayed run on Spark is reached on purpose by `test_a_worker_killed_mid_relay_...`, and
+    the protocol is driven against a forked holder in tests/unit/runners/test_handoff.py.
+    After the job, no registry entry of it is left."""
     out = str(tmp_path / "out")
     gate = Gate(tmp_path / "gate", hold_at=3000)
     config = two_members("handoff-steady", str(tmp_path / "ck"))
@@ -60,7 +63,6 @@ def test_every_restore_of_a_steady_job_hits_and_the_registry_is_empty_after_it(
     figures = job.metrics()["counts"]
     assert figures.get(MISSES, 0) == 0, figures
     assert figures.get(HITS, 0) >= 2 * 10, figures
-    assert figures.get(RELAYS, 0) >= 1, figures
     assert handoff_registry.entries(job.job_id) == []
 
 
