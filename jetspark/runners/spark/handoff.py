@@ -446,8 +446,9 @@ class _OutputBatch:
     """The relayed run's output records, sent a batch (`OUT`) of about `OUTPUT_BATCH_BYTES` at a
     time. The relaying side's main thread moves them on to Spark, and in a worker that also runs
     a relayed task of its own (two tasks landed crosswise) it takes the GIL from that task's
-    thread for every message: one message per record made each of them wait (a relayed run took
-    1.4-1.5x its time where kept, 1.1x with batches: `benchmarks/relay_crossing.py`). Spark reads a
+    thread for every message: one message per record made each of them wait (two crossed relays
+    took 1.4-1.7x the time of both runs where kept, 1.1x with batches:
+    `benchmarks/relay_crossing.py`). Spark reads a
     task's output only for the next stage, so holding some back until the batch fills, the run
     asks for more input or ends delays nothing."""
 
