@@ -76,7 +76,7 @@ def request(member: int) -> handoff.Request:
     return handoff.Request(b"spec", STAGE, None, member, b"e", None, (1, 0), JOB, member, (VERTEX,), 5, 6)
 
 
-def worker(kept: int, records: list[bytes], crossed: bool, start: Any, done: Any) -> None:
+def worker(kept: int, records: list[bytes], crossed: bool, start: Any, done: Any, finished: Any) -> None:
     """One Python worker: keeps member `kept`, serves it, then runs a task of the other member
     (relayed to the other worker when `crossed`, else its own member here)."""
     from jetspark.runners.spark import task
@@ -95,14 +95,17 @@ def worker(kept: int, records: list[bytes], crossed: bool, start: Any, done: Any
     for record in outputs:
         pickle.dumps(record, pickle.HIGHEST_PROTOCOL)  # PySpark's serializer, toward the JVM
     done.put(time.perf_counter() - began)
-    time.sleep(0.5)  # keep serving until the other side's relay ended
+    finished.wait()  # keep serving until the other worker's task (its relay to this one) ended
 
 
 def run_once(records: list[bytes], crossed: bool) -> float:
     context = multiprocessing.get_context("fork")
     start = context.Barrier(3)
     done = context.Queue()
-    procs = [context.Process(target=worker, args=(m, records, crossed, start, done)) for m in (0, 1)]
+    finished = context.Barrier(2)
+    procs = [
+        context.Process(target=worker, args=(m, records, crossed, start, done, finished)) for m in (0, 1)
+    ]
     for proc in procs:
         proc.start()
     start.wait()
