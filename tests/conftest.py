@@ -31,9 +31,20 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture(scope="session")
-def postgres_dsn() -> Iterator[str]:
+def postgres_server_dsn() -> Iterator[str]:
     """The DSN of a real PostgreSQL server started for this test session (`tests/postgres_server.py`)."""
     from tests.postgres_server import postgres_server
 
     with postgres_server() as dsn:
         yield dsn
+
+
+@pytest.fixture
+def postgres_dsn(postgres_server_dsn: str) -> str:
+    """The session's server, with no prepared transaction left by an earlier test: a test that
+    failed between a kill and its resubmission leaves one by design, and its locks would make the
+    next test's `DROP TABLE` wait forever instead of that test failing alone."""
+    from tests.postgres_server import roll_back_prepared
+
+    roll_back_prepared(postgres_server_dsn)
+    return postgres_server_dsn

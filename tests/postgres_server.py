@@ -72,6 +72,20 @@ def postgres_server(extra_options: str = "") -> Iterator[str]:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def roll_back_prepared(dsn: str) -> list[str]:
+    """Roll back every prepared transaction on the server (each in its own database); return
+    their ids."""
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        left = conn.execute("SELECT gid, database FROM pg_prepared_xacts").fetchall()
+    for gid, database in left:
+        with psycopg.connect(dsn, dbname=database, autocommit=True) as conn:
+            conn.execute(sql.SQL("ROLLBACK PREPARED {}").format(sql.Literal(gid)))
+    return [gid for gid, _ in left]
+
+
 def _wait_ready(dsn: str, timeout: float = 30) -> None:
     import psycopg
 

@@ -145,7 +145,10 @@ def test_killed_after_a_sink_prepared_before_the_first_latest(tmp_path: Path, po
     setup = Setup(tmp_path, postgres_dsn)
 
     def prepared_and_held() -> bool:
-        return bool((setup.holds / "prepare.reached").exists() and prepared(postgres_dsn))
+        # `files`, `table` and `holder` are three stages of their own that Spark may run in any
+        # order: wait for both sinks' prepares, not only PostgreSQL's
+        reached = (setup.holds / "prepare.reached").exists()
+        return bool(reached and prepared(postgres_dsn) and temp_files(setup.out))
 
     setup.kill_at("prepare", prepared_and_held)
     assert latest_id(setup.job_dir) == -1, "the kill came before the first LATEST"
