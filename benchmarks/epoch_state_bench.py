@@ -230,12 +230,17 @@ def counts_dag(
     return dag
 
 
+#: `--within-interval`: JobConfig.epochs_within_interval (shorter spans under a backlog too).
+WITHIN_INTERVAL = [False]
+
+
 def _config(guarantee: ProcessingGuarantee, epoch_millis: int, work: str) -> JobConfig:
     return JobConfig(
         name="epoch-state-bench",
         processing_guarantee=guarantee,
         snapshot_interval_millis=epoch_millis,
         checkpoint_root=f"{work}/ck",
+        epochs_within_interval=WITHIN_INTERVAL[0],
     )
 
 
@@ -475,7 +480,13 @@ def main() -> None:
         action="store_true",
         help="fixed cost of a windowed job, with and without changed_snapshot_keys, in one session",
     )
+    parser.add_argument(
+        "--within-interval",
+        action="store_true",
+        help="JobConfig.epochs_within_interval: epochs as long as the interval under a backlog too",
+    )
     args = parser.parse_args()
+    WITHIN_INTERVAL[0] = args.within_interval
     if args.changed_keys:
         COUNTER[0] = SavingChangedCount if args.save_changed_only else ChangedKeyedCount
     if args.keyed_state:

@@ -198,6 +198,12 @@ class JobConfig:
     #: submitted under its name (the submit says when it completed); True runs it again from
     #: the beginning, under a new job id (`jetspark run/submit --start-over`).
     start_over: bool = attrs.field(default=False, validator=_flag)
+    #: Streaming on Spark with a guarantee: while the sources have a backlog, shorten their span
+    #: too, so that each epoch (every stage, the commit) lasts about `snapshot_interval_millis`
+    #: (latency first: more, smaller epochs, less throughput). False: a backlog runs the whole
+    #: interval per epoch, as Spark's processing-time trigger lets a batch run long; sources that
+    #: caught up are shortened either way (`jetspark.runners.spark.epoch_span`).
+    epochs_within_interval: bool = attrs.field(default=False, validator=_flag)
 
     @property
     def snapshots_enabled(self) -> bool:

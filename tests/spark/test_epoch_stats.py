@@ -106,13 +106,16 @@ def streaming(rate: float | None) -> DAG:
     return dag
 
 
-def spans_of(spark: Any, tmp_path: Path, rate: float | None, interval_ms: int) -> list[dict[str, Any]]:
+def spans_of(
+    spark: Any, tmp_path: Path, rate: float | None, interval_ms: int, within_interval: bool = False
+) -> list[dict[str, Any]]:
     """The committed epochs of a job over `streaming(rate)`, oldest first, after five commits."""
     config = JobConfig(
         name=f"spans-{rate}",
         processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE,
         snapshot_interval_millis=interval_ms,
         checkpoint_root=str(tmp_path / "cp"),
+        epochs_within_interval=within_interval,
     )
     job = SparkRunner(spark, member_count=2).submit(streaming(rate), config)
     try:
@@ -141,3 +144,15 @@ def test_sources_with_a_backlog_run_the_whole_interval(spark: Any, tmp_path: Pat
     fewer items per epoch, so every epoch runs the interval."""
     epochs = spans_of(spark, tmp_path, None, 300)
     assert all(e["span_s"] == 0.3 and e["sources_idle"] < CAUGHT_UP_IDLE_SHARE for e in epochs), epochs
+
+
+def test_within_the_interval_sources_with_a_backlog_run_shorter_spans(spark: Any, tmp_path: Path) -> None:
+    """`epochs_within_interval`: an epoch of a source with a backlog lasts its span and more (the
+    later stages, the commit), so every epoch after a committed one runs a shorter span than the
+    interval, and never less than its least share."""
+    epochs = spans_of(spark, tmp_path, None, 300, within_interval=True)
+    assert epochs[0]["span_s"] == 0.3, "nothing measured yet: the whole interval"
+    assert all(e["sources_idle"] < CAUGHT_UP_IDLE_SHARE for e in epochs), epochs
+    after = [e for b, e in itertools.pairwise(epochs) if b["epoch"] == e["epoch"] - 1]
+    assert after, epochs
+    assert all(0.3 * MIN_SPAN_SHARE - 1e-3 <= e["span_s"] < 0.3 for e in after), epochs

@@ -19,6 +19,15 @@ share of its span its processors sat idle (`EpochTask.idle_share`); when any of 
 than `CAUGHT_UP_IDLE_SHARE` of it, the sources have a backlog and the next epoch runs the whole
 interval. The first epoch, with nothing measured yet, runs the whole interval too.
 
+With `JobConfig.epochs_within_interval` an epoch lasts about the interval under a backlog too
+(latency first). There the rest grows with the span (the later stages process what the span
+made), so "the interval less the rest" would swing; instead each committed epoch proposes the span
+that would have made it last the interval, `span * interval / duration` (with a rest of
+`a + b * span`, repeating this converges on the span that makes the epoch last the interval, by
+the factor `a / interval` per epoch), and the next span is the median of the last three
+proposals, between `MIN_SPAN_SHARE` of the interval and the interval. More, smaller epochs pay the
+fixed cost of an epoch more often: throughput under a backlog goes down (docs/benchmarks.md).
+
 `JETSPARK_EPOCH_SPAN=interval` in the driver's environment keeps every span at the interval.
 """
 
@@ -47,23 +56,34 @@ def caught_up(least_idle_share: float | None) -> bool:
 class SpanPolicy:
     """The next epoch's span, from what the last committed epochs took (see the module)."""
 
-    def __init__(self, interval: float) -> None:
+    def __init__(self, interval: float, within_interval: bool = False) -> None:
         if interval <= 0:
             raise ValueError(f"the epoch interval must be positive, not {interval} s")
         self.interval = interval
+        #: Shorten the span under a backlog too (`JobConfig.epochs_within_interval`).
+        self.within_interval = within_interval
         self._rests: deque[float] = deque(maxlen=REMEMBERED)
+        self._proposals: deque[float] = deque(maxlen=REMEMBERED)
         self._caught_up = False
         self._fixed = os.environ.get(SWITCH, "").strip().lower() == "interval"
 
     def next_span(self) -> float:
         """Seconds the next epoch's sources run before its terminal snapshot starts."""
-        if self._fixed or not self._rests or not self._caught_up:
+        if self._fixed or not self._rests:
             return self.interval
-        rest = statistics.median(self._rests)
-        return max(self.interval * MIN_SPAN_SHARE, self.interval - rest)
+        if self._caught_up:
+            span = self.interval - statistics.median(self._rests)
+        elif self.within_interval:
+            span = statistics.median(self._proposals)
+        else:
+            return self.interval
+        return min(self.interval, max(self.interval * MIN_SPAN_SHARE, span))
 
     def committed(self, span: float, duration: float, caught_up: bool) -> None:
         """An epoch whose sources ran `span` s committed `duration` s after it started; its
         sources had `caught_up` with their input (or had a backlog)."""
         self._rests.append(max(0.0, duration - span))
+        # the span that would have made this epoch last the interval, had its rest grown or
+        # shrunk with its span (a backlog)
+        self._proposals.append(span * self.interval / duration if duration > 0 else self.interval)
         self._caught_up = caught_up

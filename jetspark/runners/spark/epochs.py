@@ -119,7 +119,9 @@ class EpochJob(SparkHandle):
         self._verify = False
         #: The sources' span of each epoch: the interval, shortened when the sources caught up
         #: (`epoch_span`); the stages whose tasks' idle shares say whether they did.
-        self._spans = SpanPolicy(self.config.snapshot_interval_millis / 1000)
+        self._spans = SpanPolicy(
+            self.config.snapshot_interval_millis / 1000, self.config.epochs_within_interval
+        )
         self._source_stages = frozenset(s.index for s in plan.stages.stages if not s.upstream)
         #: Each epoch's RDDs, built while the epoch before runs (`prebuild`); the tasks read the
         #: epoch's spec from the Spark job's local property.

@@ -33,6 +33,7 @@ BAD_VALUES: list[tuple[str, Any, str]] = [
     ("fuse_vertices", "no", "True or False"),
     ("pruning", 1, "True or False"),
     ("start_over", "yes", "True or False"),
+    ("epochs_within_interval", None, "True or False"),
     ("arguments", [("a", 1)], "a dict"),
     ("adaptive_parallelism", {"min_parallelism": 2}, "an AdaptiveParallelism or None"),
 ]

@@ -50,6 +50,58 @@ def test_sources_with_a_backlog_run_the_whole_interval_and_a_shorter_span_when_t
     assert spans.next_span() == 1.0
 
 
+def test_within_the_interval_a_backlog_span_is_the_median_of_the_spans_that_would_have_fit() -> None:
+    spans = SpanPolicy(1.0, within_interval=True)
+    assert spans.next_span() == 1.0, "nothing measured yet"
+    spans.committed(1.0, 2.0, caught_up=False)  # would have fit with a span of 0.5
+    assert spans.next_span() == pytest.approx(0.5)
+    spans.committed(0.5, 1.25, caught_up=False)  # 0.4
+    spans.committed(0.4, 0.5, caught_up=False)  # 0.8
+    assert spans.next_span() == pytest.approx(0.5), "the median of 0.5, 0.4 and 0.8"
+    spans.committed(0.5, 0.5, caught_up=False)  # 1.0; the 0.5 is forgotten
+    assert spans.next_span() == pytest.approx(0.8), "the median of 0.4, 0.8 and 1.0"
+    spans.committed(0.8, 0.4, caught_up=False)  # 2.0: never more than the interval
+    assert spans.next_span() == 1.0
+
+
+def test_within_the_interval_caught_up_sources_still_run_the_interval_less_the_rest() -> None:
+    spans = SpanPolicy(1.0, within_interval=True)
+    spans.committed(1.0, 1.5, caught_up=True)
+    assert spans.next_span() == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("fixed", [0.05, 0.3, 0.6])
+@pytest.mark.parametrize("per_span", [0.2, 1.0, 2.5])
+def test_within_the_interval_a_backlog_converges_on_epochs_as_long_as_the_interval(
+    fixed: float, per_span: float
+) -> None:
+    """An epoch whose rest is a fixed cost plus a share of its span (its later stages process
+    what the span made) lasts the interval after a few epochs, whatever the share, unless that
+    takes a span below the least one (then it lasts what the least span takes)."""
+    interval = 1.0
+    fitting = max((interval - fixed) / (1 + per_span), interval * MIN_SPAN_SHARE)
+    expected = fitting + fixed + per_span * fitting
+    spans = SpanPolicy(interval, within_interval=True)
+    durations = []
+    for _ in range(12):
+        span = spans.next_span()
+        duration = span + fixed + per_span * span
+        durations.append(duration)
+        spans.committed(span, duration, caught_up=False)
+    assert durations[0] == pytest.approx(1.0 + fixed + per_span), "the first epoch runs the interval"
+    assert durations[-1] == pytest.approx(expected, rel=0.02)
+    assert expected == pytest.approx(interval) or (fixed, per_span) == (0.6, 2.5)
+    assert durations[-1] == pytest.approx(durations[-2], rel=0.02), "and stays there"
+
+
+def test_an_epoch_whose_fixed_cost_exceeds_the_interval_leaves_the_sources_their_least_span() -> None:
+    spans = SpanPolicy(0.25, within_interval=True)
+    for _ in range(6):
+        span = spans.next_span()
+        spans.committed(span, span + 0.4, caught_up=False)
+    assert spans.next_span() == pytest.approx(0.25 * MIN_SPAN_SHARE)
+
+
 def test_a_rest_longer_than_the_interval_leaves_caught_up_sources_a_share_of_it() -> None:
     spans = SpanPolicy(0.5)
     spans.committed(0.5, 3.0, caught_up=True)
@@ -73,9 +125,12 @@ def test_sources_caught_up_only_when_every_task_measured_sat_idle_long_enough() 
 )
 def test_the_span_stays_within_its_bounds(interval: float, epochs: list[tuple[float, float, bool]]) -> None:
     spans = SpanPolicy(interval)
+    within = SpanPolicy(interval, within_interval=True)
     for span, duration, idle in epochs:
         spans.committed(span, duration, idle)
+        within.committed(span, duration, idle)
         assert interval * MIN_SPAN_SHARE <= spans.next_span() <= interval
+        assert interval * MIN_SPAN_SHARE <= within.next_span() <= interval
         if not idle:
             assert spans.next_span() == interval
 
