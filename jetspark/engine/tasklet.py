@@ -196,9 +196,11 @@ class ProcessorTasklet:
         self._restore_entries = None
         self.state = self._processing_start_state()
 
-    def close(self, strict: bool = False) -> None:
-        """Close the processor once; an error is logged, never raised, except with `strict` (the
-        processor's normal end) an offer from `close()`: its item would be lost, so the job fails."""
+    def close(self) -> None:
+        """Close the processor once. As the contract says, an exception from `close()` is logged
+        and does not fail the job; that includes an offer from `close()` (its stream has ended
+        downstream), which the outbox refuses with a `ProcessorContractError`: logged as an
+        error naming the item, which is dropped."""
         if self.closed:
             return
         self.closed = True
@@ -209,10 +211,10 @@ class ProcessorTasklet:
         outbox.seal("from close()")
         try:
             self.processor.close()
-        except ProcessorContractError:
-            if strict:
-                raise
-            _log.exception("%s: close() broke the contract; the error is ignored", self.name)
+        except ProcessorContractError as error:
+            _log.error(
+                "%s: close() broke the contract; the job goes on without its item: %s", self.name, error
+            )
         except Exception:
             _log.exception("%s: close() failed; the error is ignored", self.name)
         finally:
@@ -260,10 +262,21 @@ class ProcessorTasklet:
         self.state = State.PROCESS_INBOX
         return False
 
+    def _check_nothing_refused(self, method: str) -> None:
+        """A method that says it is done must not leave a refused offer behind (Jet asserts the
+        same in its outbox): its item would be lost, or blamed on the next method."""
+        if self.outbox.has_unfinished_item():
+            raise ProcessorContractError(
+                f"{self.name}: {method}() returned True while the outbox still holds "
+                f"{reprlib.repr(self.outbox.unfinished_item)}, which it refused; after a refused offer "
+                "return False and offer the same item again on the next call (the item would be lost)"
+            )
+
     def _complete_edge(self) -> bool:
         stream = self._edges_to_complete[0]
         done = self.processor.complete_edge(stream.ordinal)
         if done is True:
+            self._check_nothing_refused("complete_edge")
             self._edges_to_complete.popleft()
             if (
                 self._edges_to_complete
@@ -318,7 +331,7 @@ class ProcessorTasklet:
             return True
         if not self._closes_off_thread():
             self.state = State.CLOSED
-            self.close(strict=True)
+            self.close()
             return True
         self.state = State.CLOSING
         self._closer = threading.Thread(target=self._close_on_thread, name=f"close {self.name}", daemon=True)
@@ -339,7 +352,7 @@ class ProcessorTasklet:
 
     def _close_on_thread(self) -> None:
         try:
-            self.close(strict=True)
+            self.close()
         except BaseException as error:  # raised on the tasklet's own thread (`_closing`)
             self._close_error = error
 
@@ -506,12 +519,7 @@ class ProcessorTasklet:
         if done is not True and done is not False:
             raise not_a_bool(self.processor, "complete", done)
         if done:
-            if self.outbox.has_unfinished_item():
-                raise ProcessorContractError(
-                    f"{self.name}: complete() returned True while the outbox still holds "
-                    f"{reprlib.repr(self.outbox.unfinished_item)}, which it refused; after a refused offer "
-                    "return False and offer the same item again on the next call (the item would be lost)"
-                )
+            self._check_nothing_refused("complete")
             self.outbox.seal("after complete() returned True")
             # As Jet: DONE goes downstream only after phase 2 of a snapshot this processor took part in.
             self.state = State.WAIT_PHASE2 if self._phase2_outstanding() else State.EMIT_DONE

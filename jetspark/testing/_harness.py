@@ -121,8 +121,8 @@ class Harness:
 
     def close(self, error: BaseException | None) -> None:
         """Close every processor made and not yet closed, then end the execution. When the run
-        went well so far, an offer from `close()` is a violation (the engine fails the job: the
-        item would be lost), raised once everything is closed."""
+        went well so far, an offer from `close()` is a violation (the engine logs it and drops
+        the item), raised once everything is closed."""
         broken = [message for inst in self.instances if (message := self._close(inst)) is not None]
         for processor in self.factory.discarded:
             _close_quietly(processor, self.log)
