@@ -128,12 +128,18 @@ class Execution:
         threads: list[threading.Thread] = []
         watch: threading.Thread | None = None  # not among `threads`: the loop does not wait for it
         try:
+            # As Jet, which awaits every tasklet's init before failing the job: an init that
+            # fails does not leave the processors after it uninitialized; the first failure wins.
             for tasklet in self.tasklets:
                 try:
                     tasklet.init()
-                except BaseException as error:
+                except Exception as error:
+                    self._fail(tasklet, error)
+                except BaseException as error:  # an interrupt: stop at once
                     self._fail(tasklet, error)
                     return
+            if self.error is not None:
+                return
             cooperative = [t for t in self.tasklets if t.is_cooperative]
             for tasklet in self.tasklets:
                 if not tasklet.is_cooperative:

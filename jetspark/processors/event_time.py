@@ -162,6 +162,12 @@ class EventTimeMapper:
         if len(tops) == len(self._tops):
             self._tops = list(tops)
 
+    def lift(self, timestamp: int) -> None:
+        """A watermark of `timestamp` went out from elsewhere (passed on from upstream): later
+        ones made here must be higher."""
+        if timestamp > self._last_wm:
+            self._last_wm = timestamp
+
     def observe(self, partition: int, timestamp: int, now: float) -> None:
         """An item with `timestamp` came from `partition` at monotonic time `now`."""
         if timestamp > self._tops[partition]:
@@ -352,7 +358,15 @@ class _InsertWatermarksP(AbstractProcessor):
         self._mapper.restore(value)
 
     def try_process_watermark(self, watermark: Watermark) -> bool:
-        """Upstream watermarks are replaced by the ones made here: swallowed."""
+        """An upstream watermark above every one emitted here goes on (as in Jet, whose processor
+        forwards them), and the ones made here continue above it; a lower one is dropped, so the
+        output's watermarks keep rising."""
+        last = self._mapper.last_emitted
+        if last is not None and watermark.timestamp <= last:
+            return True
+        if not self._flush_pending() or not self.outbox.offer(watermark):
+            return False
+        self._mapper.lift(watermark.timestamp)
         return True
 
     def complete(self) -> bool:
@@ -378,8 +392,9 @@ def insert_watermarks(
     `partition_count`) tells a source's partitions apart: the watermark is then the minimum over
     them, as Jet computes it per Kafka partition. With `idle_timeout_millis`, a partition quiet
     for that long stops holding the watermark back, and when all are quiet the processor emits
-    `IDLE_MESSAGE` once. Watermarks arriving from upstream are dropped (this processor makes
-    them). Items behind the watermark pass unchanged: the windows downstream count and drop them.
+    `IDLE_MESSAGE` once. A watermark arriving from upstream is passed on when it is above every
+    watermark emitted here (the ones made here then continue above it), and dropped otherwise,
+    so the watermarks that leave keep rising. Items behind the watermark pass unchanged: the windows downstream count and drop them.
     Snapshot: the last watermark and the partitions' top timestamps (a `BroadcastKey` entry per
     processor; a restored processor takes the lowest values it receives), so that a restored
     job does not emit a watermark below one already sent.

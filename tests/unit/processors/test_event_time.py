@@ -98,16 +98,20 @@ def test_emitted_watermarks_rise_and_never_pass_a_partition_top(
 
 
 def test_insert_watermarks_in_every_mode() -> None:
-    items = [(5, "a"), (3, "b"), (9, "c"), Watermark(100), (9, "d"), (12, "e")]
+    items = [(5, "a"), (3, "b"), (9, "c"), Watermark(4), Watermark(100), (9, "d"), (12, "e"), (112, "f")]
     expected = [  # each watermark before the item that raised it, as in Jet
         Watermark(3),
         (5, "a"),
         (3, "b"),
         Watermark(7),
         (9, "c"),
-        (9, "d"),  # the upstream watermark was swallowed
-        Watermark(10),
+        # upstream: 4 is below the 7 sent (dropped, the output's watermarks keep rising); 100 is
+        # above it and goes on, as Jet forwards them; the ones made here continue above it
+        Watermark(100),
+        (9, "d"),
         (12, "e"),
+        Watermark(110),
+        (112, "f"),
     ]
     (
         verify_processor(P.insert_watermarks(ts_of, allowed_lag=2))

@@ -15,6 +15,7 @@ from jetspark import processors as P
 from jetspark.core import DAG, DagValidationError, Edge, JobConfig
 from jetspark.processors import WindowPolicy, _timestamps
 from jetspark.runners.local import LocalRunner
+from jetspark.testing import run_dag
 from tests.unit.processors.windowing import QuietSource
 from tests.waiting import wait_until
 
@@ -52,6 +53,25 @@ def test_an_isolated_edge_from_more_processors_than_insert_watermarks_has_is_ref
         DagValidationError, match=r"edge source\[0\] -> stamps\[0\]: .*local parallelism 1, fewer"
     ):
         stamped_dag(Edge.isolated, source_parallelism=2, stamps_parallelism=1)
+
+
+@pytest.mark.parametrize("stamps_parallelism", [1, 2])
+def test_a_local_edge_from_one_processor_per_member_needs_no_isolation(stamps_parallelism: int) -> None:
+    """As in Jet's `InsertWatermarksP_IntegrationTest` (a plain edge): one source processor per
+    member cannot interleave with another; every event comes out once, in its windows."""
+    dag = stamped_dag(lambda e: e, source_parallelism=1, stamps_parallelism=stamps_parallelism)
+    dag.validate()
+    stamps = dag.get_vertex("stamps")
+    sink = dag.new_vertex("sink", P.collect(), 1)
+    dag.edge(Edge.between(stamps, sink).distributed().all_to_one())
+    items = [item for item in run_dag(dag, runner=LocalRunner(2)).result("sink") if isinstance(item, tuple)]
+    assert sorted(items) == sorted(EVENTS)
+
+
+def test_a_distributed_edge_from_one_processor_per_member_is_still_refused() -> None:
+    """Several members' source processors would interleave on it."""
+    with pytest.raises(DagValidationError, match="needs an isolated edge, got unicast distributed"):
+        stamped_dag(lambda e: e.distributed(), source_parallelism=1, stamps_parallelism=1)
 
 
 def test_insert_watermarks_behind_an_isolated_edge_runs() -> None:
