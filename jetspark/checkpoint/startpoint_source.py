@@ -1,4 +1,4 @@
-"""A replayable source's side of startpoints: resolve its fan-out at start, remove it once moved.
+"""A replayable source's side of startpoints: resolve its fan-out at start, remove it at commit.
 
 A runner that keeps snapshots in a checkpoint store puts a `StartpointRuntime` into each
 processor's `context.attributes[STARTPOINTS_ATTRIBUTE]`. A source that honours startpoints makes
@@ -9,12 +9,16 @@ a `SourceStartpoints` from its context and calls, on both runners alike:
   once (by `resolve(split, startpoint)`) and the result recorded in the store, so that a restart
   before the next commit starts from the same offset again, even for `Upcoming` or `Timestamp`.
 - `saved(offsets)` from `save_to_snapshot`, and `committed()` from `snapshot_commit_finish(True)`:
-  the fan-out of each split whose offset moved since the start goes once the snapshot commits.
-  Splits that received nothing keep their fan-out (Samza once removed those too early).
+  as seed 001 says, a processor's fan-out goes once a snapshot commits, for each split that
+  snapshot holds an offset of. The source saves the resolved offset for a split that received
+  nothing since (it overrides the restored one), so the committed snapshot starts it where the
+  startpoint said. (Samza once lost the startpoints of idle partitions at the first commit,
+  because its checkpoint kept their old offsets; here the snapshot holds the new one.) A split the
+  snapshot holds no offset of (a file not there yet) keeps its fan-out.
 
 In epochs phase 2 never reaches a processor; there `start` of the next epoch does the removal: a
-split whose restored offset (from a snapshot newer than the one its startpoint was resolved on)
-differs from the resolved offset has moved in a committed snapshot.
+split with a restored offset from a snapshot newer than the one its startpoint was resolved on
+was saved after the startpoint applied.
 """
 
 from __future__ import annotations
@@ -52,7 +56,7 @@ class SourceStartpoints:
         self.processor = processor
         self.applied: dict[str, Resolved] = {}
         self._store: StartpointStore | None = None
-        self._moved: set[str] = set()
+        self._saved: set[str] = set()
 
     @property
     def store(self) -> StartpointStore:
@@ -68,31 +72,31 @@ class SourceStartpoints:
         restore_id = self.runtime.restore_id
         store = self.store
         overrides: dict[str, int] = {}
-        moved: set[str] = set()
+        done: set[str] = set()
         for split, startpoint in store.fan_out_for(self.vertex, self.processor).items():
             partition = SourcePartition(self.vertex, split)
             resolved = store.resolved(partition)
             if resolved is not None and resolved.startpoint == startpoint:
-                if restore_id > resolved.restore_id and offsets.get(split, 0) != resolved.offset:
-                    moved.add(split)  # a committed snapshot moved past it: it has done its work
+                if restore_id > resolved.restore_id and split in offsets:
+                    done.add(split)  # a committed snapshot holds its offset: it has done its work
                     continue
             else:
                 resolved = Resolved(startpoint, resolve(split, startpoint), restore_id)
                 store.record_resolved(partition, resolved)
             overrides[split] = resolved.offset
             self.applied[split] = resolved
-        if moved:
-            store.remove_fan_out(self.vertex, self.processor, moved)
+        if done:
+            store.remove_fan_out(self.vertex, self.processor, done)
         return overrides
 
     def saved(self, offsets: Mapping[str, int]) -> None:
-        """The offsets just saved to a snapshot: remember which splits moved since the start."""
-        self._moved = {s for s, r in self.applied.items() if offsets.get(s, 0) != r.offset}
+        """The offsets just saved to a snapshot: remember which applied splits it holds."""
+        self._saved = {s for s in self.applied if s in offsets}
 
     def committed(self) -> None:
-        """The snapshot last saved is committed: remove the fan-out of the splits that had moved."""
-        if self._moved:
-            self.store.remove_fan_out(self.vertex, self.processor, self._moved)
-            for split in self._moved:
+        """The snapshot last saved is committed: remove the fan-out of the splits it holds."""
+        if self._saved:
+            self.store.remove_fan_out(self.vertex, self.processor, self._saved)
+            for split in self._saved:
                 del self.applied[split]
-            self._moved = set()
+            self._saved = set()

@@ -11,9 +11,12 @@ jetspark submit [--quiet] [--ui ...] [--log-level LEVEL] [spark-submit options] 
     dependencies goes along as `--py-files`. (The older form `submit job.py [spark-submit
     options] -- [job args]` is still understood.)
 
-jetspark dag [--format text|dot|mermaid] job.py [job args]
+jetspark dag [--format text|dot|mermaid] [--plan [--members N]] job.py [job args]
     Print the DAG the job file builds, without running it: the file runs up to its first
-    `jetspark.api.run(dag)`, which hands the DAG back instead of starting a job.
+    `jetspark.api.run(dag)`, which hands the DAG back instead of starting a job. With `--plan`,
+    print the plan instead, as `JobHandle.explain()` does: stages, each vertex's members, each
+    edge's routing, and what pruning left out and why, for the job's `member_count` (else N,
+    default 2).
 
 jetspark startpoint set|list|delete ...
     Startpoints of a job (`jetspark.cli.startpoint`).
@@ -51,6 +54,7 @@ from jetspark.environment import (
     capturing_dag,
 )
 from jetspark.log_level import LEVELS, LOG_LEVEL_ENV, executor_env_conf
+from jetspark.planning.explain import explain
 from jetspark.planning.pictures import FORMATS, render_dag
 from jetspark.runners.spark.session import (
     MASTER_ENV,
@@ -123,11 +127,33 @@ def _parser() -> argparse.ArgumentParser:
     submit.add_argument("job", nargs="?", help="[spark-submit options] job.py [job args]")
     dag = commands.add_parser("dag", help="print the DAG a job file builds, without running it")
     dag.add_argument("--format", choices=FORMATS, default="text", help="text (default), dot or mermaid")
+    dag.add_argument(
+        "--plan",
+        action="store_true",
+        help="print the plan (stages, members, what pruning left out and why) instead of the DAG",
+    )
+    dag.add_argument(
+        "--members",
+        type=_positive_int,
+        default=2,
+        help="with --plan: the member count when the job's JobConfig.member_count is not set (default 2)",
+    )
     _add_verbose_option(dag)
     dag.add_argument("job", help="the job file")
     dag.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the job file")
     startpoint.register(commands)
     return parser
+
+
+def _positive_int(text: str) -> int:
+    """An argparse type: an int >= 1, or a one-line error naming the value."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an int >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an int >= 1, got {value}")
+    return value
 
 
 def _values_after(option: str) -> int:
@@ -327,7 +353,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         except Exception as error:
             report(error, args.job, verbose)
             return 2 if isinstance(error, ValueError) else 1
-        print(render_dag(captured.dag, args.format))
+        if args.plan:
+            try:
+                print(explain(captured.dag, captured.config, args.members))
+            except Exception as error:  # a DAG that does not plan (validation): one line
+                report(error, args.job, verbose)
+                return 2
+        else:
+            print(render_dag(captured.dag, args.format))
         return 0
     _watch_environment(args, submitting=args.command == "submit")
     try:

@@ -475,13 +475,15 @@ class SparkRunner:
                 and rdd_sources[own_sources[0]].partitions == tuple(range(members))
                 and live == tuple(range(members))
             )
-            if direct:  # member m reads partition m of its source's RDD in place
+            if direct:  # member m reads partition m of its source's RDD (its keys' pairs) in place
                 with call_site(sc, label):
                     task = functools.partial(
                         run_stage_task, spec_bytes, stage.index, own_sources[0], epoch_bytes=epoch_bytes
                     )
-                    rdd = rdd_sources[own_sources[0]].rdd.mapPartitionsWithIndex(
-                        functools.partial(spark_task, task)
+                    rdd = (
+                        rdd_sources[own_sources[0]]
+                        .rdd_to_read()
+                        .mapPartitionsWithIndex(functools.partial(spark_task, task))
                     )
             else:
                 for vertex in own_sources:

@@ -30,6 +30,7 @@ from jetspark.runners import startpoints as runner_startpoints
 
 A = SourcePartition("lines", "a.log")
 B = SourcePartition("lines", "b.log")
+C = SourcePartition("lines", "c.log")
 
 startpoints = st.one_of(
     st.builds(Specific, st.integers(0, 2**62), st.floats(0, 2e9)),
@@ -166,16 +167,19 @@ def source_startpoints(root: Path, restore_id: int) -> SourceStartpoints:
     return SourceStartpoints({STARTPOINTS_ATTRIBUTE: runtime}, "lines", 0)
 
 
-def test_a_source_resolves_once_and_in_a_later_epoch_drops_only_what_a_newer_snapshot_moved(
+def test_a_source_resolves_once_and_in_a_later_epoch_drops_what_a_newer_snapshot_holds(
     tmp_path: Path,
 ) -> None:
     """Epochs: phase 2 never reaches a source, so the next epoch's start removes the fan-out of
-    splits whose offset in the (newer) restored snapshot moved away from the resolved one."""
+    the splits a newer restored snapshot holds an offset of (seed 001: removed upon commit), moved
+    or not: the source saved the resolved offset, so the snapshot starts them there. A split the
+    snapshot has no offset of keeps its fan-out."""
     store = StartpointStore(str(tmp_path), "job")
     store.write(A, Upcoming())
     store.write(B, Upcoming())
+    store.write(C, Upcoming())
     store.fan_out(lambda p: 0)
-    ends = {"a.log": 100, "b.log": 50}
+    ends = {"a.log": 100, "b.log": 50, "c.log": 0}
     calls: list[str] = []
 
     def resolve(split: str, startpoint: Startpoint) -> int:
@@ -183,15 +187,35 @@ def test_a_source_resolves_once_and_in_a_later_epoch_drops_only_what_a_newer_sna
         return ends[split]
 
     first = source_startpoints(tmp_path, restore_id=3)
-    assert first.start({"a.log": 10}, resolve) == {"a.log": 100, "b.log": 50}
-    ends = {"a.log": 999, "b.log": 999}  # the files grew: a second resolution would skip that
+    assert first.start({"a.log": 10}, resolve) == {"a.log": 100, "b.log": 50, "c.log": 0}
+    ends = {"a.log": 999, "b.log": 999, "c.log": 999}  # the files grew: a second resolution would skip that
     again = source_startpoints(tmp_path, restore_id=3)  # a retry from the same snapshot
-    assert again.start({"a.log": 10}, resolve) == {"a.log": 100, "b.log": 50}
-    assert calls == ["a.log", "b.log"]
-    later = source_startpoints(tmp_path, restore_id=4)  # snapshot 4 holds a.log at 120, b.log at 50
-    assert later.start({"a.log": 120, "b.log": 50}, resolve) == {"b.log": 50}
-    assert store.fan_out_for("lines", 0) == {"b.log": store.fan_out_for("lines", 0)["b.log"]}
-    assert store.resolved(A) is None and store.resolved(B) is not None
+    assert again.start({"a.log": 10}, resolve) == {"a.log": 100, "b.log": 50, "c.log": 0}
+    assert calls == ["a.log", "b.log", "c.log"]
+    # snapshot 4 holds a.log at 120 (moved) and b.log at 50 (the resolved offset: nothing came);
+    # it has no offset of c.log
+    later = source_startpoints(tmp_path, restore_id=4)
+    assert later.start({"a.log": 120, "b.log": 50}, resolve) == {"c.log": 0}
+    assert set(store.fan_out_for("lines", 0)) == {"c.log"}
+    assert store.resolved(A) is None and store.resolved(B) is None and store.resolved(C) is not None
+
+
+def test_a_commit_removes_the_fan_out_of_every_split_its_snapshot_holds(tmp_path: Path) -> None:
+    """The local runner: `saved` then `committed` (phase 2) removes the fan-out of each split the
+    saved offsets hold, moved or not; a later start resolves nothing again."""
+    store = StartpointStore(str(tmp_path), "job")
+    store.write(A, Upcoming())
+    store.write(B, Upcoming())
+    store.fan_out(lambda p: 0)
+    source = source_startpoints(tmp_path, restore_id=-1)
+    assert source.start({}, lambda split, sp: 40) == {"a.log": 40, "b.log": 40}
+    source.saved({"a.log": 55})  # b.log not saved: no offset of it in this snapshot
+    assert set(store.fan_out_for("lines", 0)) == {"a.log", "b.log"}, "nothing goes before the commit"
+    source.committed()
+    assert set(store.fan_out_for("lines", 0)) == {"b.log"}
+    source.saved({"a.log": 55, "b.log": 40})  # b.log received nothing: the resolved offset
+    source.committed()
+    assert store.fan_outs() == {}
 
 
 def test_without_a_runtime_a_source_has_no_startpoints(tmp_path: Path) -> None:
