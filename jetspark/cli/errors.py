@@ -1,7 +1,8 @@
 """How `jetspark run` and `jetspark dag` report an error that ends the job file: one line with
 the error (a Py4J error reduced to its Java exception), and the user's own frame where it was
 raised, instead of a traceback through runpy, jetspark, pyspark and py4j. `--verbose` prints the
-full traceback as Python would."""
+full traceback as Python would. A stuck job's `QuiescenceError` keeps its dump (each processor's
+state, up to `_MAX_DUMP_LINES` lines): naming the stuck processor is the point of that error."""
 
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ _NOT_USERS = tuple(
     }
 )
 _MAX_LINE = 400
+#: Lines of a `QuiescenceError`'s dump printed without --verbose.
+_MAX_DUMP_LINES = 40
 
 
 def describe(error: BaseException) -> str:
@@ -35,6 +38,20 @@ def describe(error: BaseException) -> str:
     if lines > 1 and not _is_py4j(error):
         text += " ..."
     return text if len(text) <= _MAX_LINE else text[: _MAX_LINE - 3] + "..."
+
+
+def _dump_of_a_stuck_job(error: BaseException) -> list[str]:
+    """The lines after the first of a `QuiescenceError` in `error`'s chain: which processor is
+    stuck, with its state and pending counts (at most `_MAX_DUMP_LINES`)."""
+    from jetspark.core.errors import QuiescenceError
+
+    stuck = next((e for e in _chain(error) if isinstance(e, QuiescenceError)), None)
+    if stuck is None:
+        return []
+    dump = [f"  {line.strip()}" for line in str(stuck).strip().splitlines()[1:] if line.strip()]
+    if len(dump) > _MAX_DUMP_LINES:
+        dump = [*dump[:_MAX_DUMP_LINES], f"  ... {len(dump) - _MAX_DUMP_LINES} more lines"]
+    return dump
 
 
 def _is_py4j(error: BaseException) -> bool:
@@ -118,6 +135,7 @@ def report(error: BaseException, job_file: str | None = None, verbose: bool = Fa
         traceback.print_exception(error)
         return
     lines = [f"jetspark: {describe(error)}"]
+    lines += _dump_of_a_stuck_job(error)
     causes = [c for c in _chain(error)[1:] if describe(c) and describe(c).split(": ", 1)[-1] not in lines[0]]
     if causes:
         lines.append(f"  caused by {describe(causes[-1])}")

@@ -666,7 +666,13 @@ class ProcessorTasklet:
             bool(self.streams)
             and all(stream.is_done for stream in self.streams)
             and self.state
-            in (State.PROCESS_INBOX, State.PROCESS_WATERMARKS, State.NULLARY_PROCESS, State.COMPLETE)
+            in (
+                State.PROCESS_INBOX,
+                State.PROCESS_WATERMARKS,
+                State.NULLARY_PROCESS,
+                State.COMPLETE_EDGE,  # an ended edge's complete_edge() that keeps returning False
+                State.COMPLETE,
+            )
         )
 
     def status_line(self) -> str:
