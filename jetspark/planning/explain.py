@@ -9,6 +9,8 @@ left out and why (`pruning.describe`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from jetspark.core.config import JobConfig
 from jetspark.core.dag import DAG
 from jetspark.core.partitioner import DEFAULT_PARTITION_COUNT
@@ -48,8 +50,11 @@ def _edge(edge: EdgeDef) -> str:
     return f"edge {edge.name}: {', '.join(parts)}"
 
 
-def explain_plan(plan: ExecutionPlan, stages: StagePlan | None = None) -> str:
-    """Describe `plan` (and its `stages`, when given)."""
+def explain_plan(
+    plan: ExecutionPlan, stages: StagePlan | None = None, task_counts: Mapping[int, int] | None = None
+) -> str:
+    """Describe `plan` (and its `stages`, when given; `task_counts`: a stage's tasks when the
+    runner ran it on other than one task per member, as adaptive parallelism does)."""
     count = plan.member_count
     lines = [
         f"plan of job {plan.job_id}: {count} members, {plan.arrangement.partition_count} partitions",
@@ -66,8 +71,9 @@ def explain_plan(plan: ExecutionPlan, stages: StagePlan | None = None) -> str:
     if stages is not None:
         for stage in stages.stages:
             members = plan.stage_members(stage.vertices)
+            tasks = (task_counts or {}).get(stage.index, len(members))
             lines.append(
-                f"stage {stage.index} [{', '.join(stage.vertices)}]: {len(members)} task(s) on Spark, "
+                f"stage {stage.index} [{', '.join(stage.vertices)}]: {tasks} task(s) on Spark, "
                 f"{_members(members, count)}"
             )
             for name in stage.vertices:

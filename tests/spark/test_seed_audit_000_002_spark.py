@@ -141,12 +141,6 @@ def test_keys_in_partitions_0_to_members_minus_1_of_a_bigger_rdd_read_only_those
     assert sorted(job.result("sink")) == sorted(p for p in pairs if p[0] in keys)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="gap: with adaptive parallelism, job.explain()'s stage lines still say one task per member "
-    "(the plan's count); only the appended 'adaptive:' line shows the decided count, and a source "
-    "stage on source_parallelism tasks is shown nowhere",
-)
 def test_explain_of_an_adaptive_job_shows_each_stages_actual_task_count(spark: Any) -> None:
     """docs/planning.md: 'job.explain() (on Spark with each stage's task count and, with adaptive
     parallelism, the bytes and ranges decided)'."""

@@ -62,6 +62,9 @@ class SparkHandle(JobHandle):
         #: Adaptive parallelism: what was decided for each stage after a shuffle (bytes per
         #: subpartition and each task's range), in stage order.
         self.adaptive_decisions: list[StageDecision] = []
+        #: The task count of each stage as the runner built it (adaptive parallelism decides it
+        #: per stage); empty before, and for a job in epochs (one task per live member).
+        self.stage_tasks: dict[int, int] = {}
 
     @property
     def stages(self) -> StagePlan:
@@ -108,7 +111,7 @@ class SparkHandle(JobHandle):
         """The job's plan in words, stage by stage with each stage's task count."""
         from jetspark.planning.explain import explain_plan
 
-        lines = [explain_plan(self.plan, self.plan.stages)]
+        lines = [explain_plan(self.plan, self.plan.stages, self.stage_tasks)]
         for decision in self.adaptive_decisions:
             lines.append(
                 f"adaptive: stage {decision.stage} on {len(decision.ranges)} task(s) for "

@@ -359,11 +359,14 @@ class SparkRunner:
             )
             return job.start_from(initial)
         decisions: list[StageDecision] | None = None if config.adaptive_parallelism is None else []
+        stage_tasks: dict[int, int] = {}  # filled as the stages are built: for `explain`
 
         def rebuild() -> tuple[Any, list[Any]]:
             if decisions is not None:
                 decisions.clear()
-            return self._build_rdds(sc, name, spec_bytes, prepared, plan, decisions=decisions)
+            return self._build_rdds(
+                sc, name, spec_bytes, prepared, plan, decisions=decisions, stage_tasks=stage_tasks
+            )
 
         # adaptive parallelism runs Spark jobs while it builds: that happens in the job's thread
         final_rdd, persisted = (None, []) if decisions is not None else rebuild()
@@ -382,6 +385,7 @@ class SparkRunner:
             live=live,
         )
         batch.adaptive_decisions = decisions if decisions is not None else []
+        batch.stage_tasks = stage_tasks
         return batch.start()
 
     def _open_store(
@@ -441,13 +445,15 @@ class SparkRunner:
         epoch_bytes: bytes | None = None,
         decisions: list[StageDecision] | None = None,
         empty_inputs: dict[int, Any] | None = None,
+        stage_tasks: dict[int, int] | None = None,
     ) -> tuple[Any, list[Any]]:
         """The job's RDDs, stage by stage. With `decisions` (adaptive parallelism: a batch job
         whose config asks for it), the shuffle into each stage is written and measured now, and
         the stage's task count decided from it (`spark.adaptive`); the decisions are appended.
         `empty_inputs` (a job in epochs, which builds its RDDs again for every epoch) keeps the
         empty input RDD of stages without input, per task count, from one build to the next:
-        `parallelize` writes a temporary file and makes several JVM calls each time."""
+        `parallelize` writes a temporary file and makes several JVM calls each time.
+        `stage_tasks` gets each stage's task count as built."""
         from pyspark import StorageLevel
 
         members = plan.member_count
@@ -526,6 +532,8 @@ class SparkRunner:
                 )
                 with call_site(sc, label):
                     rdd = stage_input.mapPartitionsWithIndex(functools.partial(spark_task, task))
+            if stage_tasks is not None:
+                stage_tasks[stage.index] = members if direct else len(ranges)
             if len(stage.downstream) != 1:
                 rdd.setName(label)
             # else: PySpark pipelines the stage's function into its consumer's `filter`, so this
