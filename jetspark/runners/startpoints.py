@@ -7,10 +7,14 @@ attributes; the sources do the rest (`jetspark.checkpoint.startpoint_source`).
 
 from __future__ import annotations
 
+import logging
+
 from jetspark.checkpoint.startpoint_source import StartpointRuntime
 from jetspark.checkpoint.startpoints import SourcePartition, Startpoint, StartpointSource, StartpointStore
 from jetspark.core.config import JobConfig
 from jetspark.planning.plan import ExecutionPlan
+
+_log = logging.getLogger("jetspark.startpoints")
 
 
 def _enabled(config: JobConfig) -> bool:
@@ -41,11 +45,39 @@ def owner_in(plan: ExecutionPlan, partition: SourcePartition) -> int | None:
 
 
 def fan_out(config: JobConfig, job: str, plan: ExecutionPlan) -> dict[tuple[str, int], dict[str, Startpoint]]:
-    """Fan the job's startpoints out to the processors of `plan` (see `StartpointStore.fan_out`)."""
+    """Fan the job's startpoints out to the processors of `plan` (see `StartpointStore.fan_out`);
+    a written startpoint that `plan` cannot apply is left in the store and named in a warning."""
     store = store_for(config, job)
     if store is None:
         return {}
-    return store.fan_out(lambda partition: owner_in(plan, partition))
+    fanned = store.fan_out(lambda partition: owner_in(plan, partition))
+    for partition, processor, _ in store.written():
+        why = unapplied(plan, partition, processor)
+        if why is not None:
+            _log.warning(
+                "job %r: startpoint %s/%s not applied: %s", job, partition.vertex, partition.split, why
+            )
+    return fanned
+
+
+def unapplied(plan: ExecutionPlan, partition: SourcePartition, processor: int | None) -> str | None:
+    """Why a startpoint written for `partition` (and `processor`) is not applied under `plan`,
+    or None when it is."""
+    vp = plan.vertices.get(partition.vertex)
+    if vp is None:
+        return f"the job has no vertex {partition.vertex!r} (its vertices: {', '.join(plan.vertices)})"
+    owner = owner_in(plan, partition)
+    if owner is None:
+        return (
+            f"vertex {partition.vertex!r} is not a source that takes startpoints (directory_stream, "
+            "postgres_cdc and other replayable sources do)"
+        )
+    if processor is not None and processor != owner:
+        return (
+            f"it was written for processor {processor}, but split {partition.split!r} is read by "
+            f"processor {owner} in this plan; set it without --processor, or for processor {owner}"
+        )
+    return None
 
 
 def runtime(config: JobConfig, job: str, restore_id: int) -> StartpointRuntime | None:

@@ -205,3 +205,28 @@ def test_set_under_a_root_that_does_not_exist_is_an_error(
         == 2
     )
     assert f"checkpoint root {missing!r} does not exist" in capsys.readouterr().err
+
+
+def test_set_and_delete_name_the_processor_and_an_empty_list_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert sp(tmp_path, "list") == 0
+    assert capsys.readouterr().out == "no startpoints for job 'job'\n"
+    assert (
+        sp(
+            tmp_path,
+            "set",
+            "--new-job",
+            "--vertex",
+            "lines",
+            "--split",
+            "a.log",
+            "--processor",
+            "1",
+            "--oldest",
+        )
+        == 0
+    )
+    assert capsys.readouterr().out.startswith("set lines/a.log processor 1: ")
+    assert sp(tmp_path, "delete", "--vertex", "lines", "--split", "a.log", "--processor", "1") == 0
+    assert capsys.readouterr().out == "deleted lines/a.log processor 1\n"
