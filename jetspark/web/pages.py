@@ -258,8 +258,10 @@ VERTEX_COLUMNS = (
     ("rate_in", "in/s"),
     ("rate_out", "out/s"),
     ("backpressure_pct", "back-pressured %"),
+    ("upstream_watermark_text", "upstream watermark"),
     ("watermark_text", "watermark (UTC)"),
     ("watermark_lag", "lag (s)"),
+    ("output_watermark_text", "output watermark"),
     ("custom_text", "processor metrics"),
 )
 EPOCH_COLUMNS = (
@@ -309,8 +311,11 @@ def _vertex_table(vertices: list[dict[str, Any]]) -> str:
     return (
         f'<div class="scroll"><table id=vertices><thead><tr>{header}</tr></thead><tbody>{rows}</tbody></table></div>'
         '<p class="muted">Back-pressured: the share of the last second its processors held items that a full '
-        "downstream queue refused (ok below 10 %, high from 50 %; the DAG is coloured so). The watermark "
-        "is shown as a time when it reads as milliseconds since 1970, with its lag behind the clock.</p>"
+        "downstream queue refused (ok below 10 %, high from 50 %; the DAG is coloured so). Watermarks: "
+        "upstream, the lowest its producers sent; the vertex's own (what its processors took), with "
+        "its lag behind the clock; output, what they sent on. An upstream watermark ahead of the "
+        "vertex's own points at a processor holding watermarks back. Each is shown as a time when it "
+        "reads as milliseconds since 1970.</p>"
     )
 
 
@@ -413,7 +418,8 @@ def job_page(job: dict[str, Any], svg: str, token: str) -> str:
         f"<tr><th>name</th><td>{escape(job['name'])}</td></tr>"
         f"<tr><th>id</th><td>{escape(job['id'])}</td></tr>"
         f'<tr><th>state</th><td class="state state-{state}" data-field="state">{state}</td></tr>'
-        f"<tr><th>runner</th><td>{escape(job['runner'])} ({escape(str(job['members']))} members)</td></tr>"
+        f"<tr><th>runner</th><td>{escape(job['runner'])} ({escape(str(job['members']))} "
+        f"member{'' if job['members'] == 1 else 's'})</td></tr>"
         f"<tr><th>started</th><td>{escape(job['submitted_text'])}</td></tr>"
         f'<tr><th>duration (s)</th><td data-field="duration">{job["duration"]}</td></tr>'
         "</table>"

@@ -142,6 +142,13 @@ class JobRegistry:
                     "emitted": None if found is None else found.get("emitted", 0),
                     "queued": None if found is None else found.get("queued"),
                     **figures.watermark(None if found is None else found.get("input_watermark"), now),
+                    # the two other watermarks of seed 004's per-stage three (docs/quiescence.md)
+                    "upstream_watermark_text": figures.watermark(
+                        None if found is None else found.get("upstream_watermark"), now
+                    )["watermark_text"],
+                    "output_watermark_text": figures.watermark(
+                        None if found is None else found.get("output_watermark"), now
+                    )["watermark_text"],
                     "rate_in": 0.0 if rate is None else round(rate.rate_in, 1),
                     "rate_out": 0.0 if rate is None else round(rate.rate_out, 1),
                     "backpressured_ms": None if found is None else found.get("backpressured_ms"),

@@ -73,6 +73,12 @@ def test_the_job_api_gives_the_jobs_own_per_vertex_figures(server: WebServer) ->
         assert shown[name]["backpressured_ms"] == figures["backpressured_ms"]
     # "its watermark": the last watermark the vertex's processors accepted (input_watermark)
     assert shown["sink"]["watermark"] == metrics["sink"]["input_watermark"] == 77
+    # the other two of each vertex's three: what its producers sent, what it sent on
+    assert shown["sink"]["upstream_watermark_text"] == metrics["sink"]["upstream_watermark"] == 77
+    assert shown["stamps"]["output_watermark_text"] == metrics["stamps"]["output_watermark"] == 77
+    assert shown["numbers"]["upstream_watermark_text"] is None  # a source has no producers
+    page = httpx.get(f"{server.url}jobs/{key}").text
+    assert "<th>upstream watermark</th>" in page and "<th>output watermark</th>" in page
     assert [(e["source"], e["destination"]) for e in details["edges"]] == [
         ("numbers", "stamps"),
         ("stamps", "sink"),
