@@ -14,6 +14,11 @@ from jetspark.core.config import JobConfig, ProcessingGuarantee
 RESULTS_ATTRIBUTE = "jetspark.results"
 #: Key in `ProcessorContext.attributes`, True when the job runs in epochs (see `in_epochs`).
 EPOCHS_ATTRIBUTE = "jetspark.epochs"
+#: Key in `ProcessorContext.attributes` of a token unique to this run of the processors (a Spark
+#: epoch's run: a restarted epoch gets another); absent: `execution_id` is (the local runner plans
+#: each start anew). Transactional sinks put it in their transaction ids, so that what a run that
+#: was aborted left behind is never taken for what a later run of the same epoch committed.
+RUN_ATTRIBUTE = "jetspark.run"
 #: Key in `ProcessorContext.attributes` of the startpoints a source applies at start (a
 #: `jetspark.checkpoint.startpoint_source.StartpointRuntime`), present when the job keeps snapshots.
 STARTPOINTS_ATTRIBUTE = "jetspark.startpoints"

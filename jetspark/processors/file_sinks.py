@@ -4,7 +4,8 @@ Built on `transactional.TransactionalSinkP` (the two-phase commit `transactional
 each processor writes each transaction to files of its own, hidden until the snapshot that covers
 the transaction is committed, then renamed into place. A transaction's files are written as
 `<directory>/.<txn>@<partition dir>.tmp` (the partition dir is empty without `partition_by`) and
-committed as `<directory>/<partition dir>/part-<processor:05d>-<seq:010d>.<extension>`. A
+committed as `<directory>/<partition dir>/part-<job id>-<processor:05d>-<seq:010d>.<extension>`
+(the durable job id: a run started over writes beside an earlier run's files, never over them). A
 restarted processor finds its uncommitted files by its prefix and commits or rolls them back
 (see `transactional`). With `partition_by="col"` each record goes to the directory `col=<value>`
 (Hive's layout, as Spark's `partitionBy`) and is left out of the rows in the files, as Spark
@@ -35,6 +36,7 @@ from jetspark.processors.record_writers import (
 from jetspark.processors.transactional import (
     DEFAULT_MAX_TRANSACTION_ITEMS,
     TransactionalSinkP,
+    transaction_index,
     transaction_seq,
 )
 
@@ -109,8 +111,11 @@ class _FormatSinkP(TransactionalSinkP):
     def commit(self, txn: str) -> None:
         if self._writers_txn == txn:
             self._close_writers()
-        index = int(txn.rsplit("-", 2)[1])
-        name = f"part-{index:05d}-{transaction_seq(txn):010d}.{self.output.extension}"
+        # the durable job id first (as transactional_files): a run started over never overwrites
+        name = (
+            f"part-{txn.split('-', 1)[0]}-{transaction_index(txn):05d}-{transaction_seq(txn):010d}"
+            f".{self.output.extension}"
+        )
         for temp, partition in self._temps(txn):
             target = os.path.join(self.directory, partition)
             os.makedirs(target, exist_ok=True)
@@ -176,7 +181,7 @@ def write_jsonl(
     max_transaction_items: int = DEFAULT_MAX_TRANSACTION_ITEMS,
 ) -> ProcessorSupplier:
     """Write each item as a JSON line (`default` converts what `json` cannot) to
-    `<directory>/[<partition_by>=<value>/]part-<processor>-<seq>.jsonl`.
+    `<directory>/[<partition_by>=<value>/]part-<job id>-<processor>-<seq>.jsonl`.
 
     Exactly-once under EXACTLY_ONCE: a transaction's files appear, by rename, only when the
     snapshot that covers them is committed (see the module docstring and `transactional_files`);
@@ -225,7 +230,7 @@ def write_csv(
     partition_by: str | None = None,
     max_transaction_items: int = DEFAULT_MAX_TRANSACTION_ITEMS,
 ) -> ProcessorSupplier:
-    """Write each item as a CSV row to `...part-<processor>-<seq>.csv` (layout, commit and
+    """Write each item as a CSV row to `...part-<job id>-<processor>-<seq>.csv` (layout, commit and
     guarantees as `write_jsonl`). Items are dicts, written in the order of `columns` (by default
     the first item's keys; a missing key is an empty field), or sequences; each file starts with
     a header line when `header` and the columns are known.
@@ -266,7 +271,7 @@ def write_parquet(
     compression: str = "snappy",
     max_transaction_items: int = DEFAULT_MAX_TRANSACTION_ITEMS,
 ) -> ProcessorSupplier:
-    """Write items (dicts) as rows of Parquet files `...part-<processor>-<seq>.parquet`, with
+    """Write items (dicts) as rows of Parquet files `...part-<job id>-<processor>-<seq>.parquet`, with
     pyarrow (layout, commit and guarantees as `write_jsonl`). Each transaction is one file per
     partition directory, its schema the `pyarrow.Schema` given or inferred from its first batch;
     each batch the sink receives becomes one or more row groups.

@@ -1,8 +1,11 @@
 """Exactly-once sinks: the two-phase commit of Jet's transactional sinks, and a file sink built on it.
 
 `TransactionalSinkP` holds the protocol; a subclass says how to write to, prepare, commit and roll
-back one transaction of its external system. A transaction's id is deterministic: `<job id>-<vertex>-
-<global processor index>-<sequence>`, so a restarted processor finds what it left behind by prefix.
+back one transaction of its external system. A transaction's id is `<job id>-<vertex>-<global
+processor index>-<run>-<sequence>`: a restarted processor finds what any earlier run left behind by
+the prefix `<job id>-<vertex>`, and `<run>` (the epoch's run on Spark, else the execution) tells a
+run apart from another run of the same epoch, so that a task of an aborted run that still prepares
+a transaction after the epoch ran again and committed cannot have it taken for the committed one.
 
 - Items go into the open transaction `seq`.
 - `save_to_snapshot` saves `seq` (a broadcast entry, so a restore with another parallelism still
@@ -11,9 +14,12 @@ back one transaction of its external system. A transaction's id is deterministic
 - `snapshot_commit_finish(True)` commits the prepared transactions; after `False` they wait for the
   next successful snapshot (a later snapshot's `seq` covers them too).
 - After a restart, `restore_from_snapshot` commits the restored processors' prepared transactions up
-  to their saved `seq` and rolls back the newer ones; a processor that starts without a snapshot
-  rolls back whatever its prefix left, and what processors of an earlier, wider run left that no
-  processor now has. The job id is durable (kept in the checkpoint store from the job's first
+  to their saved `seq` and rolls back the newer ones, and rolls back every other pending
+  transaction of the processor indexes it restores (those of runs no snapshot names: a run that
+  died or was aborted, a run of higher parallelism that died before its first commit). A new run
+  starts its `seq` above every `seq` the snapshot holds for the vertex, so a processor index that
+  comes back after the job ran on fewer members never reuses a sequence number (the file sinks
+  name committed files by index and sequence). The job id is durable (kept in the checkpoint store from the job's first
   submit), so this reaches what any earlier run of the job left. Committing is idempotent: a transaction already committed is
   no longer pending, and is skipped.
 - **On the coordinator** (Spark in epochs, where a restore in the next epoch would commit only
@@ -41,7 +47,7 @@ from collections.abc import Callable, Iterable
 from typing import IO, Any
 
 from jetspark.core.abstract_processor import AbstractProcessor
-from jetspark.core.context import ProcessorContext
+from jetspark.core.context import RUN_ATTRIBUTE, ProcessorContext
 from jetspark.core.inbox import Inbox
 from jetspark.core.suppliers import ProcessorSupplier, SnapshotCommitter
 from jetspark.core.watermark import BroadcastKey, Watermark
@@ -59,8 +65,19 @@ def transaction_seq(txn: str) -> int:
 
 
 def transaction_index(txn: str) -> int:
-    """The global processor index of transaction `<job id>-<vertex>-<index>-<seq>`."""
-    return int(txn.rsplit("-", 2)[1])
+    """The global processor index of transaction `<job id>-<vertex>-<index>-<run>-<seq>`."""
+    return int(txn.rsplit("-", 3)[1])
+
+
+def transaction_prefix(txn: str) -> str:
+    """`<job id>-<vertex>-<index>-<run>`: the processor and run that wrote the transaction."""
+    return txn.rsplit("-", 1)[0]
+
+
+def run_token(context: ProcessorContext) -> str:
+    """What tells this run of the processors apart (`RUN_ATTRIBUTE`, else the execution id)."""
+    token = str(context.attributes.get(RUN_ATTRIBUTE) or context.execution_id)
+    return re.sub(r"[^A-Za-z0-9]", "", token)[:16] or "0"
 
 
 class TransactionalSinkP(AbstractProcessor):
@@ -75,6 +92,8 @@ class TransactionalSinkP(AbstractProcessor):
         self._open_items = 0
         self._prepared: list[int] = []
         self._restored: dict[int, tuple[str, int]] = {}
+        #: The highest `seq` any processor of the vertex saved in the restored snapshot.
+        self._highest_saved = -1
         self._recovered = False
 
     # ---- the hooks --------------------------------------------------------------------------
@@ -119,7 +138,7 @@ class TransactionalSinkP(AbstractProcessor):
         self.prefix = self.prefix_of(context.global_processor_index)
 
     def prefix_of(self, index: int) -> str:
-        return f"{self._vertex_prefix()}-{index}"
+        return f"{self._vertex_prefix()}-{index}-{run_token(self.context)}"
 
     def _vertex_prefix(self) -> str:
         """`<job id>-<vertex>`: every transaction of this vertex in any run of the job."""
@@ -170,6 +189,7 @@ class TransactionalSinkP(AbstractProcessor):
     def restore_from_snapshot(self, inbox: Inbox) -> None:
         for key, (prefix, seq) in inbox:
             index = key.key[1]
+            self._highest_saved = max(self._highest_saved, seq)
             if index % self.context.total_parallelism == self.context.global_processor_index:
                 self._restored[index] = (prefix, seq)
         inbox.drain(lambda _entry: None)
@@ -193,18 +213,19 @@ class TransactionalSinkP(AbstractProcessor):
                 else:
                     self.rollback(txn)
         self._roll_back_orphans()
-        self.seq = max(seq for _, seq in self._restored.values()) + 1
+        self.seq = max(self._highest_saved, *(seq for _, seq in self._restored.values())) + 1
         self._restored.clear()
 
     def _roll_back_orphans(self) -> None:
-        """Roll back what processors of an earlier run left that no processor of this run has and
-        no snapshot names (a run of higher parallelism that died before its first commit). Each
-        orphan index goes to one processor (`index % total`), as a restore routes them."""
+        """Roll back what runs that no restored snapshot names left for the indexes this
+        processor restores (each index goes to one processor, `index % total`, as a restore
+        routes them): a run that was aborted or died, or a run of higher parallelism that died
+        before its first commit. The named runs' transactions were settled by `seq`."""
         total = self.context.total_parallelism
         own = self.context.global_processor_index
+        named = {prefix for prefix, _ in self._restored.values()}
         for txn in self.pending(self._vertex_prefix()):
-            index = transaction_index(txn)
-            if index >= total and index % total == own and index not in self._restored:
+            if transaction_index(txn) % total == own and transaction_prefix(txn) not in named:
                 self.rollback(txn)
 
     def _commit_open(self) -> None:

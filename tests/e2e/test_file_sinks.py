@@ -5,6 +5,7 @@ the committed files once after a restart from a snapshot, with nothing left unco
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -47,7 +48,13 @@ def visible_files(directory: Path) -> list[str]:
 
 def test_jsonl_written_reads_back(tmp_path: Path) -> None:
     write(P.write_jsonl(str(tmp_path / "out")), ROWS)
-    assert visible_files(tmp_path / "out") == ["part-00000-0000000000.jsonl", "part-00001-0000000000.jsonl"]
+    # part-<job id>-<processor>-<seq>: the job id keeps a run started over from overwriting these
+    names = visible_files(tmp_path / "out")
+    assert [re.sub(r"^part-[0-9a-f]+-", "part-<job>-", n) for n in names] == [
+        "part-<job>-00000-0000000000.jsonl",
+        "part-<job>-00001-0000000000.jsonl",
+    ]
+    assert len({n.split("-")[1] for n in names}) == 1, "one job id"
     assert by_id(read(P.read_jsonl(str(tmp_path / "out")))) == ROWS
 
 

@@ -31,6 +31,7 @@ import attrs
 from jetspark.core.context import (
     EPOCHS_ATTRIBUTE,
     RESULTS_ATTRIBUTE,
+    RUN_ATTRIBUTE,
     SPARK_INPUT_ATTRIBUTE,
     STAGING_ATTRIBUTE,
     STARTPOINTS_ATTRIBUTE,
@@ -212,6 +213,7 @@ def run_stage_task(
         execution = MemberExecution(plan, placements, attributes, spec.batch_size, external_queues=external)
     else:
         attributes[EPOCHS_ATTRIBUTE] = True
+        attributes[RUN_ATTRIBUTE] = epoch.spec.run_id
         from jetspark.runners.startpoints import runtime
 
         startpoints = runtime(plan.config, epoch.spec.store_job, epoch.spec.restore_id)

@@ -76,10 +76,10 @@ def test_the_driver_names_committed_files_as_the_processors_do(tmp_path: Path) -
 def test_the_format_file_sinks_commit_from_the_driver(tmp_path: Path) -> None:
     committer = P.write_jsonl(str(tmp_path)).snapshot_committer("job1", "out")
     assert committer is not None
-    (tmp_path / ".job1-out-0-0000000000@.tmp").write_text('{"a": 1}\n')
-    (tmp_path / ".job1-out-0-0000000001@.tmp").write_text('{"a": 2}\n')
-    assert committer.commit([(BroadcastKey(("txn", 0)), ("job1-out-0", 0))]) == 1
-    assert [p.name for p in tmp_path.glob("part-*")] == ["part-00000-0000000000.jsonl"]
+    (tmp_path / ".job1-out-0-run1-0000000000@.tmp").write_text('{"a": 1}\n')
+    (tmp_path / ".job1-out-0-run1-0000000001@.tmp").write_text('{"a": 2}\n')
+    assert committer.commit([(BroadcastKey(("txn", 0)), ("job1-out-0-run1", 0))]) == 1
+    assert [p.name for p in tmp_path.glob("part-*")] == ["part-job1-00000-0000000000.jsonl"]
 
 
 class _NoDriver(TransactionalSinkP):
