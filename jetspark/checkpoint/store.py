@@ -166,7 +166,9 @@ class CheckpointStore:
         tidy: bool = True,
     ) -> None:
         """`tidy=False` opens the store for a writer that is not the committer (a Spark task writing
-        its share of an epoch's snapshot): uncommitted snapshots are then left alone."""
+        its share of an epoch's snapshot), or for a committer that does not hold the job yet (a
+        submit, which tidies with `drop_uncommitted` once it holds the driver lock): uncommitted
+        snapshots are then left alone."""
         if retain < 1:
             raise ValueError(f"snapshots to retain must be >= 1, got {retain}")
         self.fs, self.root = fsspec.core.url_to_fs(root, **(storage_options or {}))
@@ -579,11 +581,34 @@ class CheckpointStore:
             if snapshot_id > manifest.snapshot_id:
                 self._remove(self.snapshot_dir(snapshot_id))
 
+    def drop_uncommitted(self) -> None:
+        """Delete the snapshots newer than `LATEST`: written by a run that did not commit them.
+        Only for the driver that holds the job: another's running epoch writes them."""
+        self._drop_uncommitted()
+
     def _drop_uncommitted(self) -> None:
         latest = self.latest_id()
+        if latest is None:
+            self._check_latest_not_lost()
         for snapshot_id in self._snapshot_ids():
             if latest is None or snapshot_id > latest:
                 self._remove(self.snapshot_dir(snapshot_id))
+
+    def _check_latest_not_lost(self) -> None:
+        """No `LATEST` while two snapshots have manifests: `LATEST` was lost (a commit writes one
+        manifest, then `LATEST`; a crash between the two leaves one manifest beyond it, never
+        two). Taking that for a job that never committed would delete every snapshot and replay
+        the job from its start into its sinks, so refuse, naming the way back."""
+        with_manifest = [
+            i for i in self._snapshot_ids() if self.fs.exists(f"{self.snapshot_dir(i)}/manifest.json")
+        ]
+        if len(with_manifest) >= 2:
+            raise CorruptSnapshotError(
+                f"{self.job_dir}/LATEST",
+                f"is missing, yet snapshots {', '.join(map(str, with_manifest))} of job {self.job!r} "
+                "have manifests: LATEST was lost, not never written; restore it from a backup, or "
+                "delete the job's directory to start the job over from nothing",
+            )
 
     def _apply_retention(self, latest: int) -> None:
         """Keep the last `retain` committed snapshots and every snapshot their incremental

@@ -69,17 +69,28 @@ def where_to_start(
     back past damage unless EXACTLY_ONCE; `verify` checks every file's contents now), else the
     export the config names (a missing one raises), else fresh. `load` reads the restore point in
     (a runner that restores on the driver); `export=False`: the runner found the export itself.
-    The record is claimed last, once nothing more can fail."""
+    The driver lock is taken first, and only then are snapshots newer than `LATEST` deleted (a
+    refused second driver must not delete what the running one's epoch is writing); the record is
+    claimed last, once nothing more can fail."""
+    from jetspark.runners import driver_lock
     from jetspark.runners.identity import claim
 
-    latest = store.latest(
-        fallback=config.processing_guarantee is not ProcessingGuarantee.EXACTLY_ONCE, verify=verify
-    )
-    exported = None
-    if latest is None and export and config.initial_snapshot_name is not None:
-        exported = store.exported(config.initial_snapshot_name)
-    start = latest or exported
-    loaded = load(start) if load is not None and start is not None else None
+    held = driver_lock.holds(store)
+    driver_lock.acquire(store)  # another driver running the job: refused before touching anything
+    try:
+        store.drop_uncommitted()
+        latest = store.latest(
+            fallback=config.processing_guarantee is not ProcessingGuarantee.EXACTLY_ONCE, verify=verify
+        )
+        exported = None
+        if latest is None and export and config.initial_snapshot_name is not None:
+            exported = store.exported(config.initial_snapshot_name)
+        start = latest or exported
+        loaded = load(start) if load is not None and start is not None else None
+    except BaseException:
+        if not held:
+            driver_lock.release(store)  # this submit fails: the job is not running here
+        raise
     # the job's durable identity, written before any sink can prepare anything
     record, completed = claim(
         store, config.start_over, None if latest is None else latest.extra.get("job_id")

@@ -66,6 +66,13 @@ def acquire(store: CheckpointStore) -> None:
         _held[job_dir] = fd
 
 
+def holds(store: CheckpointStore) -> bool:
+    """Whether this process holds the job's driver lock already (a resume, a submit after a
+    suspend)."""
+    with _mutex:
+        return store.job_dir in _held
+
+
 def release(store: CheckpointStore) -> None:
     """Let another driver run the job (its run here ended: completed, failed or cancelled)."""
     with _mutex:

@@ -503,7 +503,8 @@ class LocalRunner:
         name = config.name or f"job-{job_id}"
         #: Snapshots persist in a store when the config names a checkpoint root (and takes them).
         store = (
-            CheckpointStore(config.checkpoint_root, name, config.snapshots_retained)
+            # untidied: `where_to_start` deletes uncommitted snapshots once it holds the job
+            CheckpointStore(config.checkpoint_root, name, config.snapshots_retained, tidy=False)
             if config.checkpoint_root is not None and config.snapshots_enabled
             else None
         )

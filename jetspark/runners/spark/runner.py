@@ -426,7 +426,10 @@ class SparkRunner:
                 )
         from jetspark.checkpoint import CheckpointStore
 
-        store = CheckpointStore(config.checkpoint_root, config.name, retain=config.snapshots_retained)
+        # opened untidied: `where_to_start` deletes uncommitted snapshots once it holds the job
+        store = CheckpointStore(
+            config.checkpoint_root, config.name, retain=config.snapshots_retained, tidy=False
+        )
         # every file a restore reads is checked now, contents too: damage stops the submit, naming it
         start = where_to_start(store, config, verify=True)
         return store, start.export, start.record, start.completed
