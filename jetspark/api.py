@@ -60,6 +60,10 @@ __all__ = [  # the environment's names, as `jetspark.api` always offered them
 _log = logging.getLogger("jetspark")
 
 
+def _spark_chosen() -> bool:
+    return os.environ.get(RUNNER_ENV, "").strip().lower() in ("", "spark")
+
+
 def default_runner() -> Any:
     """The runner `JETSPARK_RUNNER` asks for (see the module docstring). With a progress display
     asked for, a Spark runner's session is started here, under a line that says so."""
@@ -109,6 +113,12 @@ def run(
             server = serve_address(ui)
         except (OSError, ValueError) as error:
             raise WebUIError(f"{error} (--ui-port picks another port; 0 any free one)") from error
+    if runner is None and _spark_chosen():
+        # what needs no Spark is checked before default_runner starts the session (10-90 s)
+        from jetspark.runners.preflight import check_before_spark
+
+        dag.validate()
+        check_before_spark(dag, config)
     runner = runner if runner is not None else default_runner()
     job: JobHandle = runner.submit(dag, config)
     with plain_ctrl_c():  # PySpark's own handler would abort the epoch a suspend lets commit

@@ -208,9 +208,31 @@ class DAG:
         if len(order) != len(self._vertices):
             stuck = {name for name, deg in indegree.items() if deg > 0}
             raise DagValidationError(
-                f"the DAG has a cycle through vertices {sorted(stuck)}: {self._cycle_in(stuck)}"
+                f"the DAG has a cycle through vertices {sorted(self._on_cycles(stuck))}: "
+                f"{self._cycle_in(stuck)}"
             )
         return order
+
+    def _on_cycles(self, stuck: set[str]) -> set[str]:
+        """The vertices among `stuck` that lie on a cycle (the others are only downstream of one)."""
+        successors: dict[str, set[str]] = {name: set() for name in stuck}
+        for e in self._edges:
+            if e.destination is not None and e.source.name in stuck and e.destination.name in stuck:
+                successors[e.source.name].add(e.destination.name)
+
+        def returns_to(start: str) -> bool:
+            seen: set[str] = set()
+            frontier = list(successors[start])
+            while frontier:
+                name = frontier.pop()
+                if name == start:
+                    return True
+                if name not in seen:
+                    seen.add(name)
+                    frontier.extend(successors[name])
+            return False
+
+        return {name for name in stuck if returns_to(name)}
 
     def _cycle_in(self, stuck: set[str]) -> str:
         """One cycle among `stuck` (vertices left by the topological sort), as `a -> b -> a`.

@@ -368,7 +368,7 @@ def directory_stream(
     ['started', 'ready']
     ```
 
-    :param directory: the directory to watch (a local path).
+    :param directory: the directory to watch (a local path); it must exist when the DAG is built.
     :param pattern: which file names to read (`fnmatch` style).
     :param poll_millis: how often a processor looks for new lines.
     :param max_line_bytes: a longer line is an error naming the file.
@@ -378,6 +378,12 @@ def directory_stream(
     """
     if poll_millis < 0:
         raise ValueError(f"directory_stream: poll_millis must be >= 0, got {poll_millis}")
+    if not os.path.isdir(directory):  # a typo would otherwise wait for files forever, silently
+        what = "is not a directory" if os.path.exists(directory) else "does not exist"
+        raise FileNotFoundError(
+            f"directory_stream: {directory!r} {what}; create it before the job starts (files that "
+            "appear in it later are read as they come)"
+        )
     check_policy("directory_stream", errors)
     file_format = resolve_format("directory_stream", format)
     return _DirectoryStreamSupplier(

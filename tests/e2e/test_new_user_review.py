@@ -28,13 +28,6 @@ def _small_dag() -> DAG:
     return dag
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="jetspark.api.run under `jetspark run` (progress display on, i.e. without --quiet) starts the "
-    "Spark session in default_runner() before SparkRunner.submit runs check_before_spark, so a config "
-    "mistake the docs say is caught 'before Spark starts' costs a whole session start (9-10 s here, "
-    "10-90 s per docs/spark.md)",
-)
 def test_jetspark_run_checks_a_config_mistake_before_it_starts_spark(monkeypatch: pytest.MonkeyPatch) -> None:
     from jetspark import api
     from jetspark.runners.spark import runner as spark_runner
@@ -78,12 +71,6 @@ def test_start_over_keeps_the_files_write_jsonl_committed_in_the_earlier_run(tmp
     assert rows == [(1, 0), (1, 1), (1, 2), (2, 0), (2, 1), (2, 2)], f"first run's files: {first}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="directory_stream over a directory that does not exist (a typo) waits forever without a word: "
-    "no error at DAG build or submit, no warning naming the directory; read_text/read_jsonl say "
-    "'no such file or directory' at once",
-)
 def test_directory_stream_of_a_missing_directory_says_so(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -112,11 +99,6 @@ def test_directory_stream_of_a_missing_directory_says_so(
         job.cancel()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the cycle error's 'cycle through vertices [...]' lists every vertex downstream of the cycle "
-    "too (here 'sink', which is on no cycle); the path after it is right",
-)
 def test_a_cycles_error_names_only_the_vertices_on_the_cycle() -> None:
     dag = DAG()
     a = dag.new_vertex("a", P.map(str))
