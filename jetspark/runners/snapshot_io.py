@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import logging
 import operator
 import re
 from collections.abc import Collection, Iterable, Sequence
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
     from jetspark.checkpoint.store import SnapshotFile
     from jetspark.planning.plan import ExecutionPlan
 
+_log = logging.getLogger("jetspark.snapshots")
 _PARTITION = operator.itemgetter(0)
 #: A read entry as a `SnapshotEntry`, without the Python-level `_make` per entry.
 _as_entry = functools.partial(tuple.__new__, SnapshotEntry)
@@ -278,10 +280,33 @@ def commit_reported(
     partition_count: int,
     extra: dict[str, Any],
 ) -> Manifest:
-    """Commit the files tasks wrote and reported (`SnapshotFile.to_json`), and only those."""
+    """Commit the files tasks wrote and reported (`SnapshotFile.to_json`), and only those.
+
+    A commit that raises after `LATEST` was replaced (the directory's fsync that follows the
+    rename) has committed: the snapshot's manifest is returned then (with the error logged), so
+    that the caller does not take a committed epoch for an aborted one."""
     from jetspark.checkpoint.store import SnapshotFile
 
-    return store.commit(snapshot_id, [SnapshotFile.from_json(f) for f in reported], partition_count, extra)
+    try:
+        return store.commit(
+            snapshot_id, [SnapshotFile.from_json(f) for f in reported], partition_count, extra
+        )
+    except Exception as failure:
+        try:
+            moved = store.latest_id() == snapshot_id
+            manifest = store.load_manifest(store.snapshot_dir(snapshot_id)) if moved else None
+        except Exception:
+            manifest = None
+        if manifest is None:
+            raise  # LATEST did not move: not committed
+        _log.error(
+            "snapshot %d of job %r: its commit raised after LATEST named it (%s: %s); it counts as committed",
+            snapshot_id,
+            store.job,
+            type(failure).__name__,
+            failure,
+        )
+        return manifest
 
 
 # ---- reading ---------------------------------------------------------------------------------
