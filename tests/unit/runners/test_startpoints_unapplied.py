@@ -17,6 +17,7 @@ from jetspark.runners.startpoints import fan_out
 
 
 def plan_and_config(tmp_path: Path) -> tuple[object, JobConfig]:
+    (tmp_path / "in").mkdir(exist_ok=True)
     dag = DAG()
     lines = dag.new_vertex("lines", P.directory_stream(str(tmp_path / "in"), "*.log"), 1)
     dag.edge(Edge.between(lines, dag.new_vertex("sink", P.collect(), 1)))
