@@ -60,6 +60,18 @@ __all__ = [  # the environment's names, as `jetspark.api` always offered them
 _log = logging.getLogger("jetspark")
 
 
+def _completed_before(config: JobConfig) -> JobHandle | None:
+    """The job completed in an earlier run (its record says so), read before any session starts."""
+    if not config.snapshots_enabled or config.checkpoint_root is None or config.name is None:
+        return None
+    from jetspark.checkpoint import CheckpointStore
+    from jetspark.runners.identity import completed_before
+
+    return completed_before(
+        CheckpointStore(config.checkpoint_root, config.name, tidy=False), config.start_over
+    )
+
+
 def _spark_chosen() -> bool:
     return os.environ.get(RUNNER_ENV, "").strip().lower() in ("", "spark")
 
@@ -119,6 +131,9 @@ def run(
 
         dag.validate()
         check_before_spark(dag, config)
+        done = _completed_before(config)
+        if done is not None:  # nothing to run: no session to start
+            return done
     runner = runner if runner is not None else default_runner()
     job: JobHandle = runner.submit(dag, config)
     with plain_ctrl_c():  # PySpark's own handler would abort the epoch a suspend lets commit

@@ -44,13 +44,7 @@ def claim(
     record = store.read_record()
     if record is not None and record.completed is not None:
         if not start_over:
-            _log.warning(
-                "job %r (id %s) already completed at %s; nothing to do (JobConfig.start_over, or "
-                "--start-over, runs it again from the beginning)",
-                name,
-                record.job_id,
-                record.completed_text,
-            )
+            _say_completed(record)
             driver_lock.release(store)  # nothing runs
             return record, True
         _log.warning(
@@ -80,6 +74,26 @@ def claim(
     store.forget_runs()
     store.write_record(record)
     return record, False
+
+
+def _say_completed(record: JobRecord) -> None:
+    _log.warning(
+        "job %r (id %s) already completed at %s; nothing to do (JobConfig.start_over, or "
+        "--start-over, runs it again from the beginning)",
+        record.name,
+        record.job_id,
+        record.completed_text,
+    )
+
+
+def completed_before(store: CheckpointStore, start_over: bool) -> CompletedBefore | None:
+    """A job that completed in an earlier run and is not started over, read without claiming it
+    (so that a runner need not start anything to say so); else None."""
+    record = store.read_record()
+    if record is None or record.completed is None or start_over:
+        return None
+    _say_completed(record)
+    return CompletedBefore(record)
 
 
 def take_back(store: CheckpointStore, record: JobRecord) -> None:

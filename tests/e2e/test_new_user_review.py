@@ -112,12 +112,6 @@ def test_a_cycles_error_names_only_the_vertices_on_the_cycle() -> None:
     assert "sink" not in str(error.value), str(error.value)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="SparkRunner.submit starts (or waits for) the Spark session before it reads the job's record, "
-    "so submitting a completed job again costs a session start (about 10 s here) only to print "
-    "'already completed ... nothing to do'",
-)
 def test_a_completed_job_submitted_again_to_spark_starts_no_session(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

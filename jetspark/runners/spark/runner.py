@@ -306,21 +306,22 @@ class SparkRunner:
         config = config or JobConfig()
         prepared = prepare(dag, config)  # the only validation: fused, cut into stages, capabilities read
         check_before_spark(dag, config)  # in well under a second, before a session takes its 10-90 s
-        spark = self.spark
-        sc = spark.sparkContext
-        log_task_failures_once(sc)
-        member_count = config.member_count or self.member_count or sc.defaultParallelism
         job_id = uuid.uuid4().hex[:16]
         store = None
         initial: Manifest | None = None
         record = None
-        if config.snapshots_enabled:
+        if config.snapshots_enabled:  # the store needs no Spark: a completed job starts no session
             store, initial, record, completed = self._open_store(prepared, config)
             if completed:
                 from jetspark.runners.identity import CompletedBefore
 
                 return CompletedBefore(record)  # type: ignore[return-value]
             job_id = record.job_id
+        spark = self.spark
+        sc = spark.sparkContext
+        log_task_failures_once(sc)
+        member_count = config.member_count or self.member_count or sc.defaultParallelism
+        if store is not None:
             prepared = freeze_side_inputs(prepared, store, job_id)  # from_dataframe sources: read once, here
         plan = plan_execution(prepared, member_count, job_id=job_id)
         if store is not None:
