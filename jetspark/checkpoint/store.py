@@ -582,8 +582,10 @@ class CheckpointStore:
                 self._remove(self.snapshot_dir(snapshot_id))
 
     def drop_uncommitted(self) -> None:
-        """Delete the snapshots newer than `LATEST`: written by a run that did not commit them.
-        Only for the driver that holds the job: another's running epoch writes them."""
+        """Delete the snapshots newer than `LATEST` (written by a run that did not commit them),
+        and from now on tidy as a committer does (`latest(fallback=True)` moves `LATEST` back past
+        damage). Only for the driver that holds the job: another's running epoch writes them."""
+        self._tidy = True
         self._drop_uncommitted()
 
     def _drop_uncommitted(self) -> None:
@@ -595,10 +597,18 @@ class CheckpointStore:
                 self._remove(self.snapshot_dir(snapshot_id))
 
     def _check_latest_not_lost(self) -> None:
-        """No `LATEST` while two snapshots have manifests: `LATEST` was lost (a commit writes one
-        manifest, then `LATEST`; a crash between the two leaves one manifest beyond it, never
-        two). Taking that for a job that never committed would delete every snapshot and replay
-        the job from its start into its sinks, so refuse, naming the way back."""
+        """No `LATEST` while two snapshots have manifests, in a job whose record says it runs
+        (has not completed): `LATEST` was lost (a commit writes one manifest, then `LATEST`; a
+        crash between the two leaves one manifest beyond it, never two). Taking that for a job
+        that never committed would delete every snapshot and replay the job from its start into
+        its sinks, so refuse, naming the way back. A completed job (whose tidying was cut short)
+        and a directory without a record (a cancelled job's, partly deleted) are left to tidy."""
+        try:
+            record = self.read_record()
+        except CorruptSnapshotError:
+            record = None
+        if record is None or record.completed is not None:
+            return
         with_manifest = [
             i for i in self._snapshot_ids() if self.fs.exists(f"{self.snapshot_dir(i)}/manifest.json")
         ]

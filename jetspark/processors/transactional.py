@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import os
 import re
 from collections.abc import Callable, Iterable
@@ -65,8 +66,10 @@ def transaction_seq(txn: str) -> int:
 
 
 def transaction_index(txn: str) -> int:
-    """The global processor index of transaction `<job id>-<vertex>-<index>-<run>-<seq>`."""
-    return int(txn.rsplit("-", 3)[1])
+    """The global processor index of transaction `<job id>-<vertex>-<index>-<run>-<seq>` (or
+    `<job id>-<vertex>-<index>-<seq>`, written before ids named the run): neither the job id nor
+    the vertex part holds a `-`."""
+    return int(txn.split("-", 3)[2])
 
 
 def transaction_prefix(txn: str) -> str:
@@ -75,9 +78,26 @@ def transaction_prefix(txn: str) -> str:
 
 
 def run_token(context: ProcessorContext) -> str:
-    """What tells this run of the processors apart (`RUN_ATTRIBUTE`, else the execution id)."""
+    """What tells this run of the processors apart (`RUN_ATTRIBUTE`, else the execution id), as
+    12 hex digits of its hash: short (PostgreSQL's transaction ids end at 200 bytes) and distinct
+    for ids that share a long beginning (the test kit's `<job>-<n>`)."""
     token = str(context.attributes.get(RUN_ATTRIBUTE) or context.execution_id)
-    return re.sub(r"[^A-Za-z0-9]", "", token)[:16] or "0"
+    return hashlib.blake2b(token.encode(), digest_size=6).hexdigest()
+
+
+#: The vertex part of a transaction id: its name with `-` and other signs replaced, plus a hash
+#: of the name when that changed it or it is long, so that two vertices ("a.b", "a_b") never share
+#: a prefix (each would roll back the other's transactions) and an id stays short.
+_VERTEX_PART_CHARS = 48
+
+
+def vertex_part(vertex: str) -> str:
+    """The vertex's part of its transactions' ids (see `_VERTEX_PART_CHARS`)."""
+    plain = re.sub(r"[^A-Za-z0-9_]", "_", vertex)
+    if plain == vertex and len(plain) <= _VERTEX_PART_CHARS:
+        return plain
+    digest = hashlib.blake2b(vertex.encode(), digest_size=4).hexdigest()
+    return f"{plain[:_VERTEX_PART_CHARS]}_{digest}"
 
 
 class TransactionalSinkP(AbstractProcessor):
@@ -143,8 +163,7 @@ class TransactionalSinkP(AbstractProcessor):
     def _vertex_prefix(self) -> str:
         """`<job id>-<vertex>`: every transaction of this vertex in any run of the job."""
         context = self.context
-        vertex = re.sub(r"[^A-Za-z0-9_]", "_", context.vertex_name)
-        return f"{context.job_id}-{vertex}"
+        return f"{context.job_id}-{vertex_part(context.vertex_name)}"
 
     def try_process_watermark(self, watermark: Watermark) -> bool:
         return True

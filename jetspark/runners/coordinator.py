@@ -75,10 +75,11 @@ def where_to_start(
     from jetspark.runners import driver_lock
     from jetspark.runners.identity import claim
 
-    held = driver_lock.holds(store)
+    held = driver_lock.holds(store)  # a job of this name submitted in this process, not ended
     driver_lock.acquire(store)  # another driver running the job: refused before touching anything
     try:
-        store.drop_uncommitted()
+        if not held:  # a job of this process (suspended, or running) may be writing a snapshot
+            store.drop_uncommitted()
         latest = store.latest(
             fallback=config.processing_guarantee is not ProcessingGuarantee.EXACTLY_ONCE, verify=verify
         )

@@ -237,7 +237,10 @@ def _take(store: CheckpointStore, snapshot_id: int) -> None:
 
 
 def test_a_lost_latest_is_detected_not_taken_for_a_fresh_job(tmp_path: Path) -> None:
+    from jetspark.checkpoint.job_record import first_record
+
     store = CheckpointStore(str(tmp_path), "job-1")
+    store.write_record(first_record("0123456789abcdef", "job-1", "run1"))  # a job that runs
     _take(store, 0)
     _take(store, 1)
     (tmp_path / "job-1" / "LATEST").unlink()
@@ -248,6 +251,20 @@ def test_a_lost_latest_is_detected_not_taken_for_a_fresh_job(tmp_path: Path) -> 
         assert "LATEST" in str(error)
         return
     assert manifest is not None and manifest.snapshot_id == 1, "committed snapshots were taken for none"
+
+
+def test_a_completed_job_whose_tidying_was_cut_short_is_not_taken_for_a_lost_latest(tmp_path: Path) -> None:
+    """The record says completed; LATEST went, the snapshot directories did not (a crash or an
+    error in the middle of the tidying): leftovers, tidied, not an error."""
+    from jetspark.checkpoint.job_record import first_record
+
+    store = CheckpointStore(str(tmp_path), "job-1")
+    store.write_record(first_record("0123456789abcdef", "job-1", "run1").finished())
+    _take(store, 0)
+    _take(store, 1)
+    (tmp_path / "job-1" / "LATEST").unlink()
+    reopened = CheckpointStore(str(tmp_path), "job-1")
+    assert reopened.latest() is None and reopened.committed_ids() == []
 
 
 def test_a_refused_second_driver_leaves_the_running_epochs_files_alone(tmp_path: Path) -> None:

@@ -145,3 +145,17 @@ def test_in_epochs_complete_waits_for_the_snapshot_that_takes_the_open_transacti
     restore(next_epoch, saved)
     assert next_epoch.complete()
     assert read_lines(str(tmp_path)) == ["a"]
+
+
+def test_vertex_parts_of_transaction_ids_stay_distinct_short_and_dash_free() -> None:
+    """Two vertices whose names clean up to the same text ("a.b", "a_b") must not share a prefix
+    (each restore would roll back the other's transactions); a long name stays short."""
+    from jetspark.processors.transactional import transaction_index, vertex_part
+
+    parts = {vertex_part(name) for name in ("a.b", "a_b", "a-b", "a b")}
+    assert len(parts) == 4 and vertex_part("a_b") == "a_b"
+    long = vertex_part("v" * 300)
+    assert len(long) <= 57 and long != vertex_part("v" * 299)
+    assert all("-" not in part for part in parts | {long})
+    assert transaction_index(f"0123456789abcdef-{vertex_part('a.b')}-7-abcdef012345-0000000003") == 7
+    assert transaction_index("0123456789abcdef-a_b-7-0000000003") == 7  # an id from before the run part
