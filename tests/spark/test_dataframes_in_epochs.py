@@ -96,7 +96,13 @@ def test_a_stream_enriched_from_a_dataframe_lands_in_the_table_once_across_a_fai
     job.join(180)
     assert marker.exists(), "the failure was never injected"
     if how == "raise":
-        assert job.epochs_aborted == 1 and "injected at order 1700" in str(job.last_abort)
+        # the abort names the exception; or, when the worker that raised it also held the other
+        # member's processors (a relayed run, `handoff`), PySpark ends that worker after its
+        # task's failure and the relaying task's report of the lost holder may reach Spark first
+        assert job.epochs_aborted == 1, job.abort_causes
+        assert "injected at order 1700" in str(job.last_abort) or (
+            "that holds this member's processors stopped mid-epoch" in str(job.last_abort)
+        ), job.last_abort
     else:  # a dead worker may cost Spark's retry of the task an abort of its own
         assert job.epochs_aborted >= 1
     written = [tuple(r) for r in spark.read.parquet(table).collect()]
