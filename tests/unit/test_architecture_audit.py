@@ -19,61 +19,18 @@ from jetspark import processors as P
 from jetspark.checkpoint import CheckpointStore, CorruptSnapshotError
 from jetspark.core import DAG, JobConfig, ProcessingGuarantee
 from jetspark.core.context import EPOCHS_ATTRIBUTE
-from jetspark.engine.list_inbox import ListInbox
 from jetspark.engine.outbox_impl import OutboxImpl
-from jetspark.engine.snapshot import SnapshotEntry
 from jetspark.planning.pipeline import build_plan
 from jetspark.planning.plan import create_processors
 from jetspark.processors.transactional import read_lines
-
-
-class Saved:
-    def __init__(self) -> None:
-        self.entries: list[SnapshotEntry] = []
-
-    def __call__(self, entries: list[SnapshotEntry]) -> None:
-        self.entries.extend(entries)
-
-
-def file_sinks(out: Path, members: int, saved: Saved, job_id: str = "job1", epochs: bool = True) -> list[Any]:
-    """Every processor of a `transactional_files` vertex planned on `members` members (local
-    parallelism 1), initialized as a task initializes them, all saving into `saved`."""
-    dag = DAG()
-    dag.new_vertex("out", P.transactional_files(str(out)), local_parallelism=1)
-    config = JobConfig(processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE)
-    plan = build_plan(dag, config, members, job_id=job_id)
-    processors = []
-    for member in range(members):
-        [processor] = create_processors(plan, "out", member)
-        context = plan.processor_context("out", member, 0)
-        if epochs:
-            context.attributes[EPOCHS_ATTRIBUTE] = True
-        outbox = OutboxImpl([], "out", snapshot_sink=saved)
-        processor.init(outbox, context)
-        outbox.allow_snapshot_offers("save_to_snapshot")
-        processors.append(processor)
-    return processors
-
-
-def write(processor: Any, *items: Any) -> None:
-    inbox = ListInbox()
-    inbox.fill(list(items))
-    processor.process(0, inbox)
-    assert inbox.is_empty()
-
-
-def save_and_prepare(processor: Any) -> None:
-    assert processor.save_to_snapshot()
-    processor.outbox.flush()
-    assert processor.snapshot_commit_prepare()
-
-
-def restore(processor: Any, saved: Saved) -> None:
-    inbox = ListInbox()
-    inbox.fill([entry.decode() for entry in saved.entries])
-    processor.restore_from_snapshot(inbox)
-    assert processor.finish_snapshot_restore()
-
+from tests.transactional_kit import (
+    Saved,
+    file_sinks,
+    restore,
+    save_and_prepare,
+    take_snapshot,
+    write,
+)
 
 # ---- exactly-once: restore on another member count -----------------------------------------
 
@@ -231,18 +188,13 @@ def test_postgres_a_task_of_an_aborted_run_cannot_add_rows_after_the_commit(post
 # ---- the checkpoint store: damage, two drivers, commit outcome --------------------------------
 
 
-def _take(store: CheckpointStore, snapshot_id: int) -> None:
-    files = [store.write_file(snapshot_id, "count", "count-m0", [(5, b"k", str(snapshot_id).encode())])]
-    store.commit(snapshot_id, files, partition_count=271)
-
-
 def test_a_lost_latest_is_detected_not_taken_for_a_fresh_job(tmp_path: Path) -> None:
     from jetspark.checkpoint.job_record import first_record
 
     store = CheckpointStore(str(tmp_path), "job-1")
     store.write_record(first_record("0123456789abcdef", "job-1", "run1"))  # a job that runs
-    _take(store, 0)
-    _take(store, 1)
+    take_snapshot(store, 0)
+    take_snapshot(store, 1)
     (tmp_path / "job-1" / "LATEST").unlink()
     try:
         reopened = CheckpointStore(str(tmp_path), "job-1")
@@ -260,8 +212,8 @@ def test_a_completed_job_whose_tidying_was_cut_short_is_not_taken_for_a_lost_lat
 
     store = CheckpointStore(str(tmp_path), "job-1")
     store.write_record(first_record("0123456789abcdef", "job-1", "run1").finished())
-    _take(store, 0)
-    _take(store, 1)
+    take_snapshot(store, 0)
+    take_snapshot(store, 1)
     (tmp_path / "job-1" / "LATEST").unlink()
     reopened = CheckpointStore(str(tmp_path), "job-1")
     assert reopened.latest() is None and reopened.committed_ids() == []
@@ -277,7 +229,7 @@ def test_a_refused_second_driver_leaves_the_running_epochs_files_alone(tmp_path:
     root = str(tmp_path / "ck")
     driver = CheckpointStore(root, "job-1")
     claim(driver, start_over=False)  # this process is the running driver: it holds the lock
-    _take(driver, 0)
+    take_snapshot(driver, 0)
     task_store = CheckpointStore(root, "job-1", tidy=False)  # an epoch task writes its file
     written = task_store.write_file(1, "count", "count-m0-a7", [(5, b"k", b"epoch 1")])
     script = textwrap.dedent(f"""
@@ -319,7 +271,7 @@ def test_a_commit_that_raises_after_latest_moved_counts_as_committed(
     from jetspark.runners.snapshot_io import commit_reported
 
     store = CheckpointStore(str(tmp_path), "job-1")
-    _take(store, 0)
+    take_snapshot(store, 0)
     real = atomic.sync_directory
     job_dir = str(tmp_path / "job-1")
 

@@ -8,76 +8,27 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from jetspark import processors as P
 from jetspark.checkpoint import CheckpointStore
 from jetspark.core import DAG, JobConfig, ProcessingGuarantee
-from jetspark.core.context import EPOCHS_ATTRIBUTE
 from jetspark.core.watermark import BroadcastKey
 from jetspark.engine.list_inbox import ListInbox
 from jetspark.engine.outbox_impl import OutboxImpl
-from jetspark.engine.snapshot import SnapshotEntry
 from jetspark.planning.pipeline import build_plan
 from jetspark.planning.plan import create_processors
 from jetspark.processors.transactional import read_lines
 from jetspark.runners import driver_lock
-
-
-class Saved:
-    def __init__(self) -> None:
-        self.entries: list[SnapshotEntry] = []
-
-    def __call__(self, entries: list[SnapshotEntry]) -> None:
-        self.entries.extend(entries)
-
-
-def file_sinks(out: Path, members: int, saved: Saved, job_id: str = "job1", epochs: bool = True) -> list[Any]:
-    """Every processor of a `transactional_files` vertex on `members` members, as a task inits
-    them (each call is a new plan: a new execution id, so a new run token)."""
-    dag = DAG()
-    dag.new_vertex("out", P.transactional_files(str(out)), local_parallelism=1)
-    config = JobConfig(processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE)
-    plan = build_plan(dag, config, members, job_id=job_id)
-    processors = []
-    for member in range(members):
-        [processor] = create_processors(plan, "out", member)
-        context = plan.processor_context("out", member, 0)
-        if epochs:
-            context.attributes[EPOCHS_ATTRIBUTE] = True
-        outbox = OutboxImpl([], "out", snapshot_sink=saved)
-        processor.init(outbox, context)
-        outbox.allow_snapshot_offers("save_to_snapshot")
-        processors.append(processor)
-    return processors
-
-
-def write(processor: Any, *items: Any) -> None:
-    inbox = ListInbox()
-    inbox.fill(list(items))
-    processor.process(0, inbox)
-    assert inbox.is_empty()
-
-
-def save_and_prepare(processor: Any) -> None:
-    assert processor.save_to_snapshot()
-    processor.outbox.flush()
-    assert processor.snapshot_commit_prepare()
-
-
-def restore(processor: Any, saved: Saved) -> None:
-    inbox = ListInbox()
-    inbox.fill([entry.decode() for entry in saved.entries])
-    processor.restore_from_snapshot(inbox)
-    assert processor.finish_snapshot_restore()
-
-
-def _take(store: CheckpointStore, snapshot_id: int) -> None:
-    files = [store.write_file(snapshot_id, "count", "count-m0", [(5, b"k", str(snapshot_id).encode())])]
-    store.commit(snapshot_id, files, partition_count=271)
-
+from tests.transactional_kit import (
+    Saved,
+    file_sinks,
+    restore,
+    save_and_prepare,
+    take_snapshot,
+    write,
+)
 
 # ---- transactional sinks ---------------------------------------------------------------------
 
@@ -149,8 +100,8 @@ def test_an_at_least_once_job_that_fell_back_past_damage_can_commit_again(tmp_pa
 
     root = str(tmp_path)
     first = CheckpointStore(root, "job-1")
-    _take(first, 0)
-    _take(first, 1)
+    take_snapshot(first, 0)
+    take_snapshot(first, 1)
     (tmp_path / "job-1" / "snapshots" / "0000000001" / "count-m0.snap").write_bytes(b"damaged")
     config = JobConfig(
         name="job-1", processing_guarantee=ProcessingGuarantee.AT_LEAST_ONCE, checkpoint_root=root
@@ -177,8 +128,8 @@ def test_a_completed_job_whose_finish_was_cut_short_is_still_completed(tmp_path:
     root = str(tmp_path)
     first = CheckpointStore(root, "job-1")
     record, _ = claim(first, start_over=False)
-    _take(first, 0)
-    _take(first, 1)
+    take_snapshot(first, 0)
+    take_snapshot(first, 1)
     first.write_record(record.finished())  # finish(): the record first...
     (tmp_path / "job-1" / "LATEST").unlink()  # ...then LATEST; the driver died before the snapshots
     driver_lock.release(first)
@@ -212,7 +163,7 @@ def test_a_second_submit_in_the_driver_process_leaves_the_running_epochs_files_a
     root = str(tmp_path / "ck")
     driver = CheckpointStore(root, "job-1", tidy=False)
     claim(driver, start_over=False)  # the running job in this process holds the lock
-    _take(driver, 0)
+    take_snapshot(driver, 0)
     task_store = CheckpointStore(root, "job-1", tidy=False)
     written = task_store.write_file(1, "count", "count-m0-a7", [(5, b"k", b"epoch 1")])
     config = JobConfig(
@@ -238,9 +189,9 @@ def test_a_lost_latest_is_detected_with_one_snapshot_retained(tmp_path: Path) ->
     from jetspark.checkpoint import CorruptSnapshotError
 
     store = CheckpointStore(str(tmp_path), "job-1", retain=1)
-    _take(store, 0)
-    _take(store, 1)
-    _take(store, 2)  # retention keeps snapshot 2 alone
+    take_snapshot(store, 0)
+    take_snapshot(store, 1)
+    take_snapshot(store, 2)  # retention keeps snapshot 2 alone
     (tmp_path / "job-1" / "LATEST").unlink()
     reopened = CheckpointStore(str(tmp_path), "job-1", retain=1, tidy=False)
     with pytest.raises(CorruptSnapshotError, match="LATEST"):

@@ -4,69 +4,24 @@ phase, what a failed snapshot keeps, and what a restored processor commits and r
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
-from jetspark import processors as P
-from jetspark.core import DAG, JobConfig, ProcessingGuarantee
-from jetspark.core.context import EPOCHS_ATTRIBUTE
-from jetspark.engine.list_inbox import ListInbox
-from jetspark.engine.outbox_impl import OutboxImpl
-from jetspark.engine.snapshot import SnapshotEntry
-from jetspark.planning.pipeline import build_plan
-from jetspark.planning.plan import create_processors
 from jetspark.processors.transactional import read_lines
-
-
-class Saved:
-    """A snapshot sink that keeps what `save_to_snapshot` offered."""
-
-    def __init__(self) -> None:
-        self.entries: list[SnapshotEntry] = []
-
-    def __call__(self, entries: list[SnapshotEntry]) -> None:
-        self.entries.extend(entries)
+from tests.transactional_kit import (
+    Saved,
+    file_sinks,
+    restore,
+    save_and_prepare,
+    temp_files,
+    write,
+)
 
 
 def sink(out: Path, saved: Saved, epochs: bool = False) -> Any:
-    dag = DAG()
-    dag.new_vertex("out", P.transactional_files(str(out)))
-    config = JobConfig(processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE)
-    plan = build_plan(dag, config, 1, job_id="job1")
-    [processor] = create_processors(plan, "out", 0)
-    context = plan.processor_context("out", 0, 0)
-    if epochs:
-        context.attributes[EPOCHS_ATTRIBUTE] = True
-    outbox = OutboxImpl([], "out", snapshot_sink=saved)
-    processor.init(outbox, context)
-    outbox.allow_snapshot_offers("save_to_snapshot")  # the tasklet allows it around each save
+    """The one processor of a `transactional_files` vertex on one member."""
+    [processor] = file_sinks(out, 1, saved, epochs=epochs)
     return processor
-
-
-def write(processor: Any, *items: Any) -> None:
-    inbox = ListInbox()
-    inbox.fill(list(items))
-    processor.process(0, inbox)
-    assert inbox.is_empty()
-
-
-def save_and_prepare(processor: Any) -> None:
-    """Phase 1 as the tasklet runs it; the outbox hands the saved entries over when flushed."""
-    assert processor.save_to_snapshot()
-    processor.outbox.flush()
-    assert processor.snapshot_commit_prepare()
-
-
-def restore(processor: Any, saved: Saved) -> None:
-    inbox = ListInbox()
-    inbox.fill([entry.decode() for entry in saved.entries])
-    processor.restore_from_snapshot(inbox)
-    assert processor.finish_snapshot_restore()
-
-
-def temp_files(out: Path) -> list[str]:
-    return sorted(name for name in os.listdir(out) if name.startswith("."))
 
 
 def test_rows_are_visible_only_after_commit_finish_true(tmp_path: Path) -> None:
