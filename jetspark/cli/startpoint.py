@@ -109,8 +109,8 @@ def _unknown_target(args: argparse.Namespace, startpoints: StartpointStore) -> s
     return None
 
 
-def _for_processor(args: argparse.Namespace) -> str:
-    return "" if args.processor is None else f" processor {args.processor}"
+def _for_processor(processor: int | None) -> str:
+    return "" if processor is None else f" processor {processor}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -124,12 +124,12 @@ def run(args: argparse.Namespace) -> int:
                 print(f"jetspark: {problem}", file=sys.stderr)
                 return 2
             store.write(SourcePartition(args.vertex, args.split), startpoint, args.processor)
-            print(f"set {args.vertex}/{args.split}{_for_processor(args)}: {_describe(startpoint)}")
+            print(f"set {args.vertex}/{args.split}{_for_processor(args.processor)}: {_describe(startpoint)}")
         elif args.action == "list":
             listed = 0
             for partition, processor, startpoint in store.written():
-                target = "" if processor is None else f" processor {processor}"
-                print(f"written {partition.vertex}/{partition.split}{target}: {_describe(startpoint)}")
+                where = f"{partition.vertex}/{partition.split}{_for_processor(processor)}"
+                print(f"written {where}: {_describe(startpoint)}")
                 listed += 1
             for (vertex, processor), splits in sorted(store.fan_outs().items()):
                 for split, startpoint in sorted(splits.items()):
@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
             print("jetspark startpoint delete: give --vertex and --split, or --all", file=sys.stderr)
             return 2
         elif store.delete(SourcePartition(args.vertex, args.split), args.processor):
-            print(f"deleted {args.vertex}/{args.split}{_for_processor(args)}")
+            print(f"deleted {args.vertex}/{args.split}{_for_processor(args.processor)}")
         else:
             print(f"jetspark: no startpoint written for {args.vertex}/{args.split}", file=sys.stderr)
             return 1

@@ -66,9 +66,9 @@ def _check_isolated_input(edge: Edge) -> None:
     reason = destination.meta_supplier.isolated_input_reason()
     if reason is None:
         return
-    fix = f"Edge.between({_spelled(edge.source)}, {_spelled(destination)}).isolated()"
     if not edge.is_distributed and edge.source.local_parallelism == 1:
         return  # one upstream processor per member: each processor here hears (part of) its stream
+    fix = f"Edge.between({_spelled(edge.source)}, {_spelled(destination)}).isolated()"
     if edge.routing is not RoutingPolicy.ISOLATED:
         raise DagValidationError(
             f"edge {edge.name}: vertex {destination.name!r} ({reason}) needs an isolated edge, "

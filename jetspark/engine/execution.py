@@ -133,11 +133,10 @@ class Execution:
             for tasklet in self.tasklets:
                 try:
                     tasklet.init()
-                except Exception as error:
+                except BaseException as error:
                     self._fail(tasklet, error)
-                except BaseException as error:  # an interrupt: stop at once
-                    self._fail(tasklet, error)
-                    return
+                    if not isinstance(error, Exception):  # an interrupt: stop at once
+                        return
             if self.error is not None:
                 return
             cooperative = [t for t in self.tasklets if t.is_cooperative]

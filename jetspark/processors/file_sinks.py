@@ -36,8 +36,7 @@ from jetspark.processors.record_writers import (
 from jetspark.processors.transactional import (
     DEFAULT_MAX_TRANSACTION_ITEMS,
     TransactionalSinkP,
-    transaction_index,
-    transaction_seq,
+    committed_stem,
 )
 
 
@@ -111,11 +110,7 @@ class _FormatSinkP(TransactionalSinkP):
     def commit(self, txn: str) -> None:
         if self._writers_txn == txn:
             self._close_writers()
-        # the durable job id first (as transactional_files): a run started over never overwrites
-        name = (
-            f"part-{txn.split('-', 1)[0]}-{transaction_index(txn):05d}-{transaction_seq(txn):010d}"
-            f".{self.output.extension}"
-        )
+        name = f"{committed_stem(txn)}.{self.output.extension}"
         for temp, partition in self._temps(txn):
             target = os.path.join(self.directory, partition)
             os.makedirs(target, exist_ok=True)

@@ -77,6 +77,13 @@ def transaction_prefix(txn: str) -> str:
     return txn.rsplit("-", 1)[0]
 
 
+def committed_stem(txn: str) -> str:
+    """`part-<job id>-<processor:05d>-<seq:010d>`: the name a file sink gives a committed
+    transaction's file (the durable job id first: a run started over writes beside an earlier
+    run's files, never over them)."""
+    return f"part-{txn.split('-', 1)[0]}-{transaction_index(txn):05d}-{transaction_seq(txn):010d}"
+
+
 def run_token(context: ProcessorContext) -> str:
     """What tells this run of the processors apart (`RUN_ATTRIBUTE`, else the execution id), as
     12 hex digits of its hash: short (PostgreSQL's transaction ids end at 200 bytes) and distinct
@@ -289,30 +296,23 @@ class _TransactionalFilesP(TransactionalSinkP):
         self.format_item = format_item
         self._file: IO[str] | None = None
         self._file_txn = ""
-        self._job_id = ""
 
     def is_cooperative(self) -> bool:
         return False  # file system calls may block
 
     def init_processor(self, context: ProcessorContext) -> None:
         super().init_processor(context)
-        self._job_id = context.job_id
         os.makedirs(self.directory, exist_ok=True)
 
     def open_on_coordinator(self, job_id: str, vertex: str) -> bool:
         """The driver renames the files when it sees the directory (a shared file system)."""
-        self._job_id = job_id
         return os.path.isdir(self.directory)
 
     def _temp(self, txn: str) -> str:
         return os.path.join(self.directory, f".{txn}.tmp")
 
     def _final(self, txn: str) -> str:
-        """`part-<job id>-<processor>-<seq>`: the durable job id keeps another run of a job of
-        this name (started over) from overwriting this one's committed files."""
-        return os.path.join(
-            self.directory, f"part-{self._job_id}-{transaction_index(txn):05d}-{transaction_seq(txn):010d}"
-        )
+        return os.path.join(self.directory, committed_stem(txn))
 
     def write(self, txn: str, items: list[Any]) -> None:
         if self._file is None or self._file_txn != txn:
