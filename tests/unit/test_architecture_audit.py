@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ from tests.transactional_kit import (
     take_snapshot,
     write,
 )
+from tests.waiting import wait_until
 
 # ---- exactly-once: restore on another member count -----------------------------------------
 
@@ -85,9 +85,7 @@ def test_a_job_resumed_on_2_then_1_then_2_members_keeps_every_row_once(tmp_path:
 
     def run_until_committed(members: int, rows_at_least: int) -> None:
         job = LocalRunner(members).submit(streaming_dag(out, count, rate=3000), config)
-        deadline = time.monotonic() + 60
-        while len(read_lines(out)) < rows_at_least and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_until(lambda: len(read_lines(out)) >= rows_at_least, f"{rows_at_least} rows committed", 120)
         job.suspend()
 
     run_until_committed(2, 300)  # both file processors commit their first transactions
