@@ -186,6 +186,33 @@ def test_a_non_cooperative_processor_is_waited_for_and_not_closed_while_it_block
     assert mine == ["blocks", "returns", "close"], mine
 
 
+def test_init_may_block_even_in_a_cooperative_processor(recorder: Recorder) -> None:
+    """init: "This method may block, even if the processor is cooperative" (seed 003, init) — a
+    cooperative map whose init waits until the test releases it is called nothing else meanwhile
+    (init comes first, and the job does not fail or skip it), and once released the job completes
+    with every item through it."""
+    in_init = threading.Event()
+    released = threading.Event()
+
+    def block(p: RecordingProcessor) -> None:
+        in_init.set()
+        assert released.wait(JOB_TIMEOUT), "the test never released the blocked init"
+
+    middle = Behaviour(forward=True, cooperative=True, hooks={"init": block})
+    job = ONE_MEMBER.submit(source_map_sink(ONE_MEMBER, recorder, middle, count=5))
+    assert in_init.wait(JOB_TIMEOUT), "init was never called"
+    (blocked,) = recorder.processors("map")
+    asked = [m for m in blocked.methods() if m != "is_cooperative"]  # may come before init
+    assert asked == ["init"], f"another method was called while init blocked: {asked}"
+    assert job.status is JobStatus.RUNNING
+    released.set()
+    job.join(JOB_TIMEOUT)
+    assert job.status is JobStatus.COMPLETED
+    assert sorted(recorder.received("sink")) == [("a", 0, n) for n in range(5)]
+    assert [m for m in blocked.methods() if m != "is_cooperative"][0] == "init"
+    assert blocked.count("init") == 1
+
+
 def test_a_non_cooperative_streaming_source_gets_snapshots_and_cancel_between_complete_calls(
     recorder: Recorder,
 ) -> None:
