@@ -209,7 +209,7 @@ def test_init_may_block_even_in_a_cooperative_processor(recorder: Recorder) -> N
     job.join(JOB_TIMEOUT)
     assert job.status is JobStatus.COMPLETED
     assert sorted(recorder.received("sink")) == [("a", 0, n) for n in range(5)]
-    assert [m for m in blocked.methods() if m != "is_cooperative"][0] == "init"
+    assert next(m for m in blocked.methods() if m != "is_cooperative") == "init"
     assert blocked.count("init") == 1
 
 
