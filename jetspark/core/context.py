@@ -19,6 +19,11 @@ EPOCHS_ATTRIBUTE = "jetspark.epochs"
 #: each start anew). Transactional sinks put it in their transaction ids, so that what a run that
 #: was aborted left behind is never taken for what a later run of the same epoch committed.
 RUN_ATTRIBUTE = "jetspark.run"
+#: Key in `ProcessorContext.attributes` of a callable that asks the runner for a snapshot soon,
+#: present when the runner takes snapshots on its own (the local runner under a processing
+#: guarantee). A transactional sink whose `complete()` holds uncommitted output calls it: the
+#: output may be committed only by a snapshot that covers it (phase 2), never in `complete()`.
+SNAPSHOT_REQUEST_ATTRIBUTE = "jetspark.snapshot.request"
 #: Key in `ProcessorContext.attributes` of the startpoints a source applies at start (a
 #: `jetspark.checkpoint.startpoint_source.StartpointRuntime`), present when the job keeps snapshots.
 STARTPOINTS_ATTRIBUTE = "jetspark.startpoints"

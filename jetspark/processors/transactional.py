@@ -31,10 +31,15 @@ a transaction after the epoch ran again and committed cannot have it taken for t
   restore still runs and finds them committed; if the coordinator's commit fails, the restore
   commits them as before. The built-in `postgres`, `transactional_files` and the format file
   sinks do this.
-- `complete()` commits the rest, except in epochs (`ProcessorContext.in_epochs`): there it returns
-  False while anything is uncommitted, so that the epoch's terminal snapshot takes it and the
-  driver's commit covers it. Without a processing guarantee there are no snapshots: the open
-  transaction is committed whenever it holds `max_transaction_items` items, and at the end.
+- `complete()` never commits while the runner takes snapshots: a commit there would be covered by
+  no snapshot, and a restart from the last one would replay the same items into the next run's
+  transactions (PostgreSQL: every such row twice). It returns False while anything is
+  uncommitted, so that a snapshot takes the open transaction and its phase 2 commits it: in
+  epochs (`ProcessorContext.in_epochs`) the epoch's terminal snapshot, whose commit the driver
+  covers too; on the local runner the next snapshot, asked for at once
+  (`SNAPSHOT_REQUEST_ATTRIBUTE`) rather than after the interval. Without snapshots (no
+  processing guarantee, or a runner that takes none) `complete()` commits the rest, and the open
+  transaction is committed whenever it holds `max_transaction_items` items.
 """
 
 from __future__ import annotations
@@ -48,7 +53,7 @@ from collections.abc import Callable, Iterable
 from typing import IO, Any
 
 from jetspark.core.abstract_processor import AbstractProcessor
-from jetspark.core.context import RUN_ATTRIBUTE, ProcessorContext
+from jetspark.core.context import RUN_ATTRIBUTE, SNAPSHOT_REQUEST_ATTRIBUTE, ProcessorContext
 from jetspark.core.inbox import Inbox
 from jetspark.core.suppliers import ProcessorSupplier, SnapshotCommitter
 from jetspark.core.watermark import BroadcastKey, Watermark
@@ -209,6 +214,12 @@ class TransactionalSinkP(AbstractProcessor):
         self._recover()
         if self.context.in_epochs:
             return not (self._open_items or self._prepared)
+        request_snapshot = self.context.attributes.get(SNAPSHOT_REQUEST_ATTRIBUTE)
+        if request_snapshot is not None:
+            if self._open_items or self._prepared:
+                request_snapshot()
+                return False
+            return True
         self._commit_open()
         return True
 

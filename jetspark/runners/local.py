@@ -21,7 +21,7 @@ from typing import Any
 from jetspark.checkpoint import CheckpointStore
 from jetspark.checkpoint.job_record import JobRecord
 from jetspark.core.config import JobConfig, ProcessingGuarantee, checked_count
-from jetspark.core.context import STAGING_ATTRIBUTE, STARTPOINTS_ATTRIBUTE
+from jetspark.core.context import SNAPSHOT_REQUEST_ATTRIBUTE, STAGING_ATTRIBUTE, STARTPOINTS_ATTRIBUTE
 from jetspark.core.dag import DAG
 from jetspark.core.errors import JobCancelledError, JobFailedError, JobTimeoutError
 from jetspark.core.partitioner import DEFAULT_PARTITION_COUNT
@@ -114,6 +114,10 @@ class LocalJob(JobHandle):
         #: Snapshots asked for by suspend() / export_snapshot(), oldest first: (terminal, export name).
         self._requests: deque[tuple[bool, str | None]] = deque()
         self._next_snapshot_at = 0.0
+        #: A processor asked for a snapshot before the interval ends (`SNAPSHOT_REQUEST_ATTRIBUTE`).
+        self._snapshot_wanted = False
+        #: The last snapshot could not be stored: requests wait for the interval (no retry loop).
+        self._last_snapshot_failed = False
         self._exported: dict[str, Snapshot] = snapshot_registry if snapshot_registry is not None else {}
         self._thread: threading.Thread | None = None
         self._committer = OutputCommitter.of(self.job_id, self.prepared)
@@ -359,6 +363,8 @@ class LocalJob(JobHandle):
             context.on_phase1_complete = self._on_phase1_complete
             self._snapshot_context = context
             attributes: dict[str, Any] = {RESULTS_ATTRIBUTE: self._results, STAGING_ATTRIBUTE: self._staging}
+            if self.config.snapshots_enabled:
+                attributes[SNAPSHOT_REQUEST_ATTRIBUTE] = self._want_snapshot
             runtime = startpoints.runtime(self.config, self.name, last_id)
             if runtime is not None:
                 attributes[STARTPOINTS_ATTRIBUTE] = runtime
@@ -410,11 +416,21 @@ class LocalJob(JobHandle):
             self._snapshot_started = time.monotonic()
             context.start(context.phase1_id + 1, terminal=terminal, export_only=export_name is not None)
             return
-        if self.config.snapshots_enabled and time.monotonic() >= self._next_snapshot_at:
+        if self.config.snapshots_enabled and (
+            self._snapshot_wanted or time.monotonic() >= self._next_snapshot_at
+        ):
+            self._snapshot_wanted = False
             self._export_name = None
             self._snapshot_started = time.monotonic()
             context.start(context.phase1_id + 1)
             self._next_snapshot_at = time.monotonic() + self.config.snapshot_interval_millis / 1000
+
+    def _want_snapshot(self) -> None:
+        """A processor waits for a snapshot to commit its output (a transactional sink in
+        `complete()`): the next tick starts one without waiting for the interval, unless the last
+        one could not be stored (then the interval paces the retries)."""
+        if not self._last_snapshot_failed:
+            self._snapshot_wanted = True
 
     def _on_phase1_complete(self, snapshot_id: int, data: SnapshotData) -> bool:
         snapshot = Snapshot(
@@ -445,7 +461,9 @@ class LocalJob(JobHandle):
                 _log.exception(
                     "job %r: snapshot %d could not be stored; it does not count", self.name, snapshot_id
                 )
+                self._last_snapshot_failed = True
                 return False
+            self._last_snapshot_failed = False
         if snapshot.name is not None:
             self._exported[snapshot.name] = snapshot
         else:

@@ -27,9 +27,10 @@ def test_every_attribute_key_is_declared_in_core_context_and_nowhere_else() -> N
         "STAGING_ATTRIBUTE",
         "SPARK_INPUT_ATTRIBUTE",
         "RUN_ATTRIBUTE",
+        "SNAPSHOT_REQUEST_ATTRIBUTE",
     }
 
 
 def test_the_attribute_keys_are_distinct() -> None:
     keys = [value for name, value in vars(context).items() if name.endswith("_ATTRIBUTE")]
-    assert len(keys) == len(set(keys)) == 6
+    assert len(keys) == len(set(keys)) == 7
