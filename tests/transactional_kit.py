@@ -12,7 +12,7 @@ from typing import Any
 from jetspark import processors as P
 from jetspark.checkpoint import CheckpointStore
 from jetspark.core import DAG, JobConfig, ProcessingGuarantee
-from jetspark.core.context import EPOCHS_ATTRIBUTE
+from jetspark.core.context import EPOCHS_ATTRIBUTE, RUN_ATTRIBUTE
 from jetspark.engine.list_inbox import ListInbox
 from jetspark.engine.outbox_impl import OutboxImpl
 from jetspark.engine.snapshot import SnapshotEntry
@@ -30,10 +30,13 @@ class Saved:
         self.entries.extend(entries)
 
 
-def file_sinks(out: Path, members: int, saved: Saved, job_id: str = "job1", epochs: bool = True) -> list[Any]:
+def file_sinks(
+    out: Path, members: int, saved: Saved, job_id: str = "job1", epochs: bool = True, run: str | None = None
+) -> list[Any]:
     """Every processor of a `transactional_files` vertex planned on `members` members (local
     parallelism 1), initialized as a task initializes them, all saving into `saved`. Each call
-    is a new plan: a new execution id, so a new run in the transaction ids."""
+    is a new plan: a new execution id, so a new run in the transaction ids; `run` is the run id
+    a Spark epoch's task gets (`RUN_ATTRIBUTE`), if given."""
     dag = DAG()
     dag.new_vertex("out", P.transactional_files(str(out)), local_parallelism=1)
     config = JobConfig(processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE)
@@ -44,6 +47,8 @@ def file_sinks(out: Path, members: int, saved: Saved, job_id: str = "job1", epoc
         context = plan.processor_context("out", member, 0)
         if epochs:
             context.attributes[EPOCHS_ATTRIBUTE] = True
+        if run is not None:
+            context.attributes[RUN_ATTRIBUTE] = run
         outbox = OutboxImpl([], "out", snapshot_sink=saved)
         processor.init(outbox, context)
         outbox.allow_snapshot_offers("save_to_snapshot")  # the tasklet allows it around each save

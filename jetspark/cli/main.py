@@ -250,7 +250,7 @@ def submit_command(rest: Sequence[str], workdir: Path) -> tuple[list[str], dict[
 
 
 def job_file_problem(job: str) -> str | None:
-    """Why `job` cannot be run as a job file (it is missing, or a directory), or None."""
+    """Why `job` cannot be run as a job file (it is missing, a directory, or not valid Python), or None."""
     path = Path(job)
     if path.is_dir():
         scripts = sorted(p.name for p in path.glob("*.py"))
@@ -263,6 +263,12 @@ def job_file_problem(job: str) -> str | None:
         )
     if not path.is_file():
         return f"job file {job!r} not found"
+    try:  # here, not in spark-submit's driver after the JVM started: one line naming the spot
+        compile(path.read_bytes(), str(path), "exec")
+    except SyntaxError as error:
+        return f"{job}:{error.lineno}: {type(error).__name__}: {error.msg}"
+    except (OSError, ValueError) as error:  # unreadable; null bytes
+        return f"job file {job!r} cannot be read as Python: {error}"
     return None
 
 

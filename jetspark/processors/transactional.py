@@ -55,6 +55,7 @@ from typing import IO, Any
 from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.context import RUN_ATTRIBUTE, SNAPSHOT_REQUEST_ATTRIBUTE, ProcessorContext
 from jetspark.core.inbox import Inbox
+from jetspark.core.runs import is_newer_run, is_ordered
 from jetspark.core.suppliers import ProcessorSupplier, SnapshotCommitter
 from jetspark.core.watermark import BroadcastKey, Watermark
 
@@ -90,11 +91,20 @@ def committed_stem(txn: str) -> str:
 
 
 def run_token(context: ProcessorContext) -> str:
-    """What tells this run of the processors apart (`RUN_ATTRIBUTE`, else the execution id), as
-    12 hex digits of its hash: short (PostgreSQL's transaction ids end at 200 bytes) and distinct
-    for ids that share a long beginning (the test kit's `<job>-<n>`)."""
-    token = str(context.attributes.get(RUN_ATTRIBUTE) or context.execution_id)
-    return hashlib.blake2b(token.encode(), digest_size=6).hexdigest()
+    """What tells this run of the processors apart: the run id (`RUN_ATTRIBUTE`) when it is an
+    ordered one (`jetspark.core.runs`: a Spark epoch's run), which lets a restore tell a newer
+    run's transactions from older ones; else 12 hex digits of the hash of the run or execution
+    id: short (PostgreSQL's transaction ids end at 200 bytes) and distinct for ids that share a
+    long beginning (the test kit's `<job>-<n>`)."""
+    run = str(context.attributes.get(RUN_ATTRIBUTE) or context.execution_id)
+    if is_ordered(run):
+        return run
+    return hashlib.blake2b(run.encode(), digest_size=6).hexdigest()
+
+
+def transaction_run(txn: str) -> str:
+    """The run token of transaction `<job id>-<vertex>-<index>-<run>-<seq>`."""
+    return transaction_prefix(txn).rsplit("-", 1)[1]
 
 
 #: The vertex part of a transaction id: its name with `-` and other signs replaced, plus a hash
@@ -257,13 +267,20 @@ class TransactionalSinkP(AbstractProcessor):
         """Roll back what runs that no restored snapshot names left for the indexes this
         processor restores (each index goes to one processor, `index % total`, as a restore
         routes them): a run that was aborted or died, or a run of higher parallelism that died
-        before its first commit. The named runs' transactions were settled by `seq`."""
+        before its first commit. The named runs' transactions were settled by `seq`. A newer
+        run's are left alone: this processor belongs to a late task of an aborted run, and the
+        newer run's snapshot may be committed with its transactions still to be committed (the
+        next run's restore rolls back whatever this run itself leaves)."""
         total = self.context.total_parallelism
         own = self.context.global_processor_index
+        own_run = run_token(self.context)
         named = {prefix for prefix, _ in self._restored.values()}
         for txn in self.pending(self._vertex_prefix()):
-            if transaction_index(txn) % total == own and transaction_prefix(txn) not in named:
-                self.rollback(txn)
+            if transaction_index(txn) % total != own or transaction_prefix(txn) in named:
+                continue
+            if is_newer_run(transaction_run(txn), own_run):
+                continue
+            self.rollback(txn)
 
     def _commit_open(self) -> None:
         self.snapshot_commit_prepare()

@@ -11,6 +11,7 @@ Each raises `DagValidationError` with one line naming the field, path, vertex or
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import cloudpickle
@@ -89,6 +90,10 @@ def _directory_problem(path: Path) -> str | None:
         return f"cannot be created: {str(parent)!r} is a file, not a directory"
     if not os.access(parent, os.W_OK | os.X_OK):
         return f"cannot be created: this user cannot write to {str(parent)!r}"
+    try:  # access() says yes to root everywhere: /proc and read-only mounts answer only a mkdir
+        os.rmdir(tempfile.mkdtemp(prefix=".jetspark-check-", dir=parent))
+    except OSError as error:
+        return f"cannot be created in {str(parent)!r}: {error.strerror or error}"
     return None
 
 

@@ -14,6 +14,7 @@ import pytest
 from jetspark import processors as P
 from jetspark.checkpoint import CheckpointStore
 from jetspark.core import DAG, JobConfig, ProcessingGuarantee
+from jetspark.core.runs import ordered_run_id
 from jetspark.core.watermark import BroadcastKey
 from jetspark.engine.list_inbox import ListInbox
 from jetspark.engine.outbox_impl import OutboxImpl
@@ -27,17 +28,13 @@ from tests.transactional_kit import (
     restore,
     save_and_prepare,
     take_snapshot,
+    temp_files,
     write,
 )
 
 # ---- transactional sinks ---------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="_roll_back_orphans of a late restore (a task of an aborted epoch run, restored from the "
-    "older snapshot) rolls back the rerun's prepared transaction that the committed snapshot names",
-)
 def test_a_late_restore_of_an_aborted_run_keeps_the_committed_snapshots_transaction(tmp_path: Path) -> None:
     """Epoch 0 commits. Epoch 1's run A is aborted; one of its sink tasks (Z) has claimed its
     (stage, member) but is slow to reach the sink's restore (a large restore before it in the
@@ -46,28 +43,56 @@ def test_a_late_restore_of_an_aborted_run_keeps_the_committed_snapshots_transact
     not run yet, or failed ("the restore commits them as before"), or the sink has no coordinator
     commit. Z's restore from snapshot 0 now rolls back every pending transaction of index 0 whose
     prefix snapshot 0 does not name: B's, which belongs to committed snapshot 1. Epoch 2 restores
-    snapshot 1 and finds nothing to commit: "b" is lost."""
+    snapshot 1 and finds nothing to commit: "b" is lost. Run ids are ordered now
+    (`jetspark.core.runs`): Z leaves B's transaction alone, and what Z prepares itself is rolled
+    back by epoch 2's restore."""
     out = tmp_path / "out"
     s0 = Saved()
-    [first] = file_sinks(out, 1, s0)
+    [first] = file_sinks(out, 1, s0, run=ordered_run_id(0))
     write(first, "x")
     save_and_prepare(first)
     assert first.snapshot_commit_finish(True)
     first.close()
-    [zombie] = file_sinks(out, 1, Saved())  # run A of epoch 1 (aborted), not restored yet
+    [zombie] = file_sinks(out, 1, Saved(), run=ordered_run_id(1))  # run A of epoch 1 (aborted)
     s1 = Saved()
-    [rerun] = file_sinks(out, 1, s1)  # run B of epoch 1
+    [rerun] = file_sinks(out, 1, s1, run=ordered_run_id(1))  # run B of epoch 1, started after A
     restore(rerun, s0)
     write(rerun, "b")
     save_and_prepare(rerun)
     rerun.close()
     # LATEST names snapshot 1 now; the driver's sink commit is still to come (or failed)
     restore(zombie, s0)  # the aborted run's task reaches its restore
+    write(zombie, "z")
+    save_and_prepare(zombie)  # and prepares its own transaction, which no snapshot will name
     zombie.close()
-    [epoch2] = file_sinks(out, 1, Saved())
-    restore(epoch2, s1)  # commits what snapshot 1 names
+    [epoch2] = file_sinks(out, 1, Saved(), run=ordered_run_id(2))
+    restore(epoch2, s1)  # commits what snapshot 1 names, rolls back the late run's
     epoch2.close()
     assert sorted(read_lines(str(out))) == ["b", "x"], "a transaction of a committed snapshot was rolled back"
+    assert temp_files(out) == [], "the late run's prepared transaction was left"
+
+
+def test_a_rerun_rolls_back_what_the_aborted_run_of_its_epoch_left(tmp_path: Path) -> None:
+    """The other way round: run A of epoch 1 prepared and was aborted; run B (newer) restores
+    snapshot 0 and rolls A's transaction back before it writes."""
+    out = tmp_path / "out"
+    s0 = Saved()
+    [first] = file_sinks(out, 1, s0, run=ordered_run_id(0))
+    write(first, "x")
+    save_and_prepare(first)
+    assert first.snapshot_commit_finish(True)
+    first.close()
+    [aborted] = file_sinks(out, 1, Saved(), run=ordered_run_id(1))
+    restore(aborted, s0)
+    write(aborted, "a")
+    save_and_prepare(aborted)
+    aborted.close()
+    assert len(temp_files(out)) == 1
+    [rerun] = file_sinks(out, 1, Saved(), run=ordered_run_id(1))
+    restore(rerun, s0)
+    rerun.close()
+    assert temp_files(out) == []
+    assert read_lines(str(out)) == ["x"]
 
 
 def test_a_job_resumed_after_the_upgrade_commits_its_prepared_transaction(tmp_path: Path) -> None:

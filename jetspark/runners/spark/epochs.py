@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
 from collections import deque
 from typing import Any, TypeVar
 
@@ -30,6 +29,7 @@ from jetspark.checkpoint import CheckpointStore, CorruptSnapshotError, Manifest
 from jetspark.checkpoint.job_record import JobRecord
 from jetspark.core.config import ProcessingGuarantee
 from jetspark.core.errors import JobFailedError, ProcessorContractError
+from jetspark.core.runs import ordered_run_id
 from jetspark.ctrl_c import wait_for
 from jetspark.planning.pipeline import PreparedDag
 from jetspark.planning.plan import ExecutionPlan
@@ -414,7 +414,7 @@ class EpochJob(SparkHandle):
             restore_id,
             span,
             frozenset(self._completed),
-            uuid.uuid4().hex[:12],
+            ordered_run_id(restore_id + 1),
             commit_only,
         )
 

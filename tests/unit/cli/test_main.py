@@ -35,6 +35,27 @@ def test_a_missing_job_file_is_reported_as_not_found(
     assert f"job file {str(missing)!r} not found" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("command", [["run", "--local"], ["run"], ["submit"], ["dag"]])
+@pytest.mark.parametrize(
+    ("source", "line", "kind"),
+    [
+        ("x = 1\nif x\n    pass\n", 2, "SyntaxError"),
+        ("def f():\n  a = 1\n    b = 2\n", 3, "IndentationError"),
+    ],
+)
+def test_a_job_file_that_is_not_valid_python_is_named_with_its_line_before_anything_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str], source: str, line: int, kind: str
+) -> None:
+    """`jetspark submit` started the JVM first and showed spark-submit's traceback; now every
+    command says where, in one line, and exits 2 (a usage error) without starting anything."""
+    job = tmp_path / "job.py"
+    job.write_text(source)
+    assert main([*command, str(job)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith(f"jetspark: {job}:{line}: {kind}: "), error
+    assert "\n" not in error and "Traceback" not in error
+
+
 # ---- jetspark submit: the job's arguments follow the job file ----------------------------------
 
 SPARK_OPTIONS = st.lists(

@@ -124,6 +124,16 @@ def test_a_directory_that_can_be_made_and_remote_urls_pass(tmp_path: Path) -> No
     assert not (tmp_path / "new").exists()  # the check creates nothing
 
 
+@pytest.mark.parametrize("field", ["checkpoint_root", "startpoints_directory"])
+def test_a_directory_under_proc_is_refused_even_for_root(field: str) -> None:
+    """As root `os.access` allows writing anywhere; /proc takes no new directory all the same.
+    The error names the field and the path instead of a raw OS error from the store later."""
+    with pytest.raises(
+        DagValidationError, match=rf"JobConfig.{field} '/proc/jetspark-checkpoints': cannot be created"
+    ):
+        check_checkpoint_paths(JobConfig(**{field: "/proc/jetspark-checkpoints"}))
+
+
 def test_the_local_runner_checks_the_checkpoint_root_too(tmp_path: Path) -> None:
     a_file = tmp_path / "ck"
     a_file.write_text("")
