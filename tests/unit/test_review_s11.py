@@ -35,6 +35,17 @@ from tests.transactional_kit import (
 # ---- transactional sinks ---------------------------------------------------------------------
 
 
+def _epoch_zero_committed(out: Path, item: str) -> Saved:
+    """Epoch 0's run wrote `item`, and its snapshot (returned) committed it."""
+    saved = Saved()
+    [first] = file_sinks(out, 1, saved, run=ordered_run_id(0))
+    write(first, item)
+    save_and_prepare(first)
+    assert first.snapshot_commit_finish(True)
+    first.close()
+    return saved
+
+
 def test_a_late_restore_of_an_aborted_run_keeps_the_committed_snapshots_transaction(tmp_path: Path) -> None:
     """Epoch 0 commits. Epoch 1's run A is aborted; one of its sink tasks (Z) has claimed its
     (stage, member) but is slow to reach the sink's restore (a large restore before it in the
@@ -47,12 +58,7 @@ def test_a_late_restore_of_an_aborted_run_keeps_the_committed_snapshots_transact
     (`jetspark.core.runs`): Z leaves B's transaction alone, and what Z prepares itself is rolled
     back by epoch 2's restore."""
     out = tmp_path / "out"
-    s0 = Saved()
-    [first] = file_sinks(out, 1, s0, run=ordered_run_id(0))
-    write(first, "x")
-    save_and_prepare(first)
-    assert first.snapshot_commit_finish(True)
-    first.close()
+    s0 = _epoch_zero_committed(out, "x")
     [zombie] = file_sinks(out, 1, Saved(), run=ordered_run_id(1))  # run A of epoch 1 (aborted)
     s1 = Saved()
     [rerun] = file_sinks(out, 1, s1, run=ordered_run_id(1))  # run B of epoch 1, started after A
@@ -76,12 +82,7 @@ def test_a_rerun_rolls_back_what_the_aborted_run_of_its_epoch_left(tmp_path: Pat
     """The other way round: run A of epoch 1 prepared and was aborted; run B (newer) restores
     snapshot 0 and rolls A's transaction back before it writes."""
     out = tmp_path / "out"
-    s0 = Saved()
-    [first] = file_sinks(out, 1, s0, run=ordered_run_id(0))
-    write(first, "x")
-    save_and_prepare(first)
-    assert first.snapshot_commit_finish(True)
-    first.close()
+    s0 = _epoch_zero_committed(out, "x")
     [aborted] = file_sinks(out, 1, Saved(), run=ordered_run_id(1))
     restore(aborted, s0)
     write(aborted, "a")
