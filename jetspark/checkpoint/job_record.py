@@ -35,6 +35,9 @@ class JobRecord:
     created: float
     run_started: float
     completed: float | None = None
+    #: A snapshot of the job was committed (`LATEST` was written) at least once: without `LATEST`
+    #: the job cannot be taken for one that never committed (`CheckpointStore.drop_uncommitted`).
+    committed: bool = False
 
     def to_body(self) -> dict[str, Any]:
         """The record as the JSON body of `<job>/JOB`."""
@@ -54,11 +57,15 @@ class JobRecord:
             created=float(body["created"]),
             run_started=float(body["run_started"]),
             completed=None if completed is None else float(completed),
+            committed=bool(body.get("committed", False)),  # absent in records written before it
         )
 
     def taken_over(self, run: str) -> JobRecord:
         """The record once run `run` owns the job (it keeps its id)."""
         return attrs.evolve(self, run=run, run_started=time.time(), completed=None)
+
+    def with_a_commit(self) -> JobRecord:
+        return attrs.evolve(self, committed=True)
 
     def finished(self) -> JobRecord:
         return attrs.evolve(self, completed=time.time())

@@ -178,6 +178,7 @@ class CheckpointStore:
         self.job_dir = f"{self.root}/{job}"
         self.fs.makedirs(f"{self.job_dir}/snapshots", exist_ok=True)
         self._tidy = tidy
+        self._commit_noted = False
         if tidy:
             self._drop_uncommitted()
 
@@ -233,10 +234,24 @@ class CheckpointStore:
         atomic.sync_directory(self.fs, f"{self.job_dir}/snapshots")  # the new snapshot's directory
         self._point_latest_at(manifest)
         try:  # the snapshot is committed now: failing to tidy up must not report it as failed
+            self._note_a_commit()
             self._apply_retention(snapshot_id)
-        except OSError:
-            _log.exception("job %r: deleting snapshots older than the last %d failed", self.job, self.retain)
+        except (OSError, CorruptSnapshotError):
+            _log.exception(
+                "job %r: noting the commit in its record or deleting old snapshots failed", self.job
+            )
         return manifest
+
+    def _note_a_commit(self) -> None:
+        """Once per store: mark the job's record as having committed a snapshot (see
+        `_check_latest_not_lost`). After `LATEST`: a death between the two leaves the record
+        unmarked, which only weakens that check, as for a record written before the mark."""
+        if self._commit_noted:
+            return
+        record = self.read_record()
+        if record is not None and record.completed is None and not record.committed:
+            self.write_record(record.with_a_commit())
+        self._commit_noted = True
 
     def abort(self, snapshot_id: int) -> None:
         """Delete what an uncommitted snapshot wrote."""
@@ -246,7 +261,10 @@ class CheckpointStore:
         self._remove(self.snapshot_dir(snapshot_id))
 
     def discard(self) -> None:
-        """Delete the job's directory (every snapshot and LATEST); exported snapshots stay."""
+        """Delete the job's directory (every snapshot and LATEST); exported snapshots stay. The
+        record goes first: a death part way leaves a directory without one, which the next submit
+        tidies, not a record without `LATEST` (`_check_latest_not_lost` would refuse it)."""
+        self._remove(self.record_path)
         self._remove(self.job_dir)
 
     # ---- the job's record ------------------------------------------------------------------
@@ -597,9 +615,10 @@ class CheckpointStore:
                 self._remove(self.snapshot_dir(snapshot_id))
 
     def _check_latest_not_lost(self) -> None:
-        """No `LATEST` while two snapshots have manifests, in a job whose record says it runs
-        (has not completed): `LATEST` was lost (a commit writes one manifest, then `LATEST`; a
-        crash between the two leaves one manifest beyond it, never two). Taking that for a job
+        """No `LATEST` in a job whose record says it runs (has not completed) and has committed
+        a snapshot, or while two snapshots have manifests (a record written before the mark):
+        `LATEST` was lost (a commit writes one manifest, then `LATEST`; a crash between the two
+        leaves one manifest beyond it, never two, and an unmarked record). Taking that for a job
         that never committed would delete every snapshot and replay the job from its start into
         its sinks, so refuse, naming the way back. A completed job (whose tidying was cut short)
         and a directory without a record (a cancelled job's, partly deleted) are left to tidy."""
@@ -612,7 +631,14 @@ class CheckpointStore:
         with_manifest = [
             i for i in self._snapshot_ids() if self.fs.exists(f"{self.snapshot_dir(i)}/manifest.json")
         ]
-        if len(with_manifest) >= 2:
+        if record.committed and not with_manifest:
+            raise CorruptSnapshotError(
+                f"{self.job_dir}/LATEST",
+                f"is missing, and so is every snapshot of job {self.job!r}, whose record says it "
+                "committed one: restore the job's directory from a backup, or delete it to start the "
+                "job over from nothing",
+            )
+        if record.committed or len(with_manifest) >= 2:
             raise CorruptSnapshotError(
                 f"{self.job_dir}/LATEST",
                 f"is missing, yet snapshots {', '.join(map(str, with_manifest))} of job {self.job!r} "

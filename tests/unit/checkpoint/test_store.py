@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import uuid
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 
 from jetspark.checkpoint import CheckpointStore, CorruptSnapshotError
 from jetspark.checkpoint.entries import Entry
+from jetspark.checkpoint.job_record import first_record
 
 ENTRIES: list[Entry] = [(5, b"k5", b"v5"), (-1, b"b", b"all"), (3, b"k3", b"v3"), (5, b"k5b", b"v5b")]
 
@@ -270,3 +272,74 @@ def test_what_runners_keep_beside_the_snapshots_is_named_by_the_store(tmp_path: 
     store.drop_side_inputs()
     assert not (tmp_path / "job-1" / "side-inputs").exists()
     store.drop_side_inputs()  # nothing left to delete
+
+
+# ---- LATEST lost: the record remembers that a snapshot was committed ----------------------------
+
+
+def running_job(tmp_path: Path, retain: int = 2) -> CheckpointStore:
+    store = CheckpointStore(str(tmp_path), "job-1", retain=retain)
+    store.write_record(first_record("0123456789abcdef", "job-1", "run1"))
+    return store
+
+
+def test_the_record_is_marked_at_the_first_commit_and_keeps_the_mark_through_a_takeover(
+    tmp_path: Path,
+) -> None:
+    store = running_job(tmp_path)
+    record = store.read_record()
+    assert record is not None and not record.committed
+    take(store, 0)
+    record = store.read_record()
+    assert record is not None and record.committed
+    store.write_record(record.taken_over("run2"))  # the next submit's run
+    reopened = CheckpointStore(str(tmp_path), "job-1")
+    again = reopened.read_record()
+    assert again is not None and again.committed and again.run == "run2"
+
+
+@pytest.mark.parametrize("snapshots_left", [0, 1])
+def test_a_lost_latest_of_a_job_that_committed_is_refused_with_any_number_of_snapshots_left(
+    tmp_path: Path, snapshots_left: int
+) -> None:
+    store = running_job(tmp_path, retain=1)
+    take(store, 0)
+    take(store, 1)
+    (tmp_path / "job-1" / "LATEST").unlink()
+    if snapshots_left == 0:
+        shutil.rmtree(tmp_path / "job-1" / "snapshots")
+    with pytest.raises(CorruptSnapshotError, match="LATEST"):
+        CheckpointStore(str(tmp_path), "job-1", retain=1)
+    assert (tmp_path / "job-1" / "JOB").exists()  # nothing deleted
+
+
+def test_a_crash_before_the_first_latest_is_still_tidied(tmp_path: Path) -> None:
+    """One manifest, no LATEST, an unmarked record: the first commit died between the two; the
+    snapshot is deleted and the job starts afresh, as before the mark."""
+    store = running_job(tmp_path)
+    files = [store.write_file(0, "count", "count-m0", ENTRIES)]
+    store.write_manifest(store.snapshot_dir(0), 0, files, 271, {})
+    reopened = CheckpointStore(str(tmp_path), "job-1")
+    assert reopened.latest_id() is None and not (tmp_path / "job-1" / "snapshots" / "0000000000").exists()
+
+
+def test_a_discard_cut_short_leaves_no_record_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cancelled job's directory goes record first: a death part way through leaves files the
+    next submit tidies, never a marked record without LATEST (which it would refuse)."""
+    store = running_job(tmp_path)
+    take(store, 0)
+    removed: list[str] = []
+    real_remove = store._remove
+
+    def die_after_the_first(path: str) -> None:
+        if removed:
+            raise KeyboardInterrupt("the driver died")
+        removed.append(path)
+        real_remove(path)
+
+    monkeypatch.setattr(store, "_remove", die_after_the_first)
+    with pytest.raises(KeyboardInterrupt):
+        store.discard()
+    (tmp_path / "job-1" / "LATEST").unlink()  # whatever else went, the record went first
+    assert not (tmp_path / "job-1" / "JOB").exists()
+    CheckpointStore(str(tmp_path), "job-1")  # tidies, raises nothing
