@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeGuard
 
 from jetspark.core.config import JobConfig, ProcessingGuarantee
 from jetspark.core.dag import Vertex
-from jetspark.core.errors import JobFailedError, RestartableError
+from jetspark.core.errors import JobAlreadyRunningError, JobFailedError, RestartableError
 from jetspark.runners.job import JobHandle, JobStatus
 
 if TYPE_CHECKING:  # the checkpoint store is imported when a job has one
@@ -75,11 +75,14 @@ def where_to_start(
     from jetspark.runners import driver_lock
     from jetspark.runners.identity import claim
 
-    held = driver_lock.holds(store)  # a job of this name submitted in this process, not ended
+    if driver_lock.holds(store):  # a suspended job let go of it: this process runs the job now
+        raise JobAlreadyRunningError(
+            f"job {store.job!r} is running in this process already; a job runs once at a time: use "
+            "the handle its submit returned (join, cancel, suspend), or wait for it to end"
+        )
     driver_lock.acquire(store)  # another driver running the job: refused before touching anything
     try:
-        if not held:  # a job of this process (suspended, or running) may be writing a snapshot
-            store.drop_uncommitted()
+        store.drop_uncommitted()
         latest = store.latest(
             fallback=config.processing_guarantee is not ProcessingGuarantee.EXACTLY_ONCE, verify=verify
         )
@@ -88,14 +91,13 @@ def where_to_start(
             exported = store.exported(config.initial_snapshot_name)
         start = latest or exported
         loaded = load(start) if load is not None and start is not None else None
+        # the job's durable identity, written before any sink can prepare anything
+        record, completed = claim(
+            store, config.start_over, None if latest is None else latest.extra.get("job_id")
+        )
     except BaseException:
-        if not held:
-            driver_lock.release(store)  # this submit fails: the job is not running here
+        driver_lock.release(store)  # this submit fails: the job is not running here
         raise
-    # the job's durable identity, written before any sink can prepare anything
-    record, completed = claim(
-        store, config.start_over, None if latest is None else latest.extra.get("job_id")
-    )
     if latest is not None and not completed:
         _log.info("job %r resumes from its committed snapshot %d", store.job, latest.snapshot_id)
     return StartPoint(record, completed, latest, exported, loaded)

@@ -33,7 +33,7 @@ from jetspark.engine.snapshot import Snapshot, SnapshotContext, SnapshotData
 from jetspark.engine.tasklet import ProcessorTasklet
 from jetspark.planning.pipeline import PreparedDag, plan_execution, prepare
 from jetspark.planning.plan import ExecutionPlan
-from jetspark.runners import identity, snapshot_io, startpoints
+from jetspark.runners import driver_lock, identity, snapshot_io, startpoints
 from jetspark.runners.coordinator import (
     RestartLoop,
     Step,
@@ -549,20 +549,25 @@ class LocalRunner:
                 resumed = start.loaded
             elif initial is None and start.export is not None:
                 initial = start.loaded
-        job = LocalJob(
-            prepared,
-            config,
-            member_count,
-            self.batch_size,
-            self.snapshots,
-            self.max_restarts,
-            job_id=job_id,
-            name=name,
-            store=store,
-            record=record,
-        )
-        job.prepare_output(resuming=resumed is not None)
-        return job.start(resumed or initial)
+        try:
+            job = LocalJob(
+                prepared,
+                config,
+                member_count,
+                self.batch_size,
+                self.snapshots,
+                self.max_restarts,
+                job_id=job_id,
+                name=name,
+                store=store,
+                record=record,
+            )
+            job.prepare_output(resuming=resumed is not None)
+            return job.start(resumed or initial)
+        except BaseException:
+            if store is not None:  # nothing runs: another submit of the job may start it
+                driver_lock.release(store)
+            raise
 
     def run(self, dag: DAG, config: JobConfig | None = None, timeout: float | None = None) -> LocalJob:
         """Submit and wait for the end; re-raises a failure."""

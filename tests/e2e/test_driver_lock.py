@@ -12,6 +12,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import attrs
 import pytest
 
 from examples.streaming_counts import expected_rows, streaming_dag
@@ -131,4 +132,46 @@ def test_a_suspended_job_lets_another_driver_take_it_and_its_stale_handle_cannot
     assert sorted(read_lines(str(out))) == expected_rows(COUNT)  # the other driver finished the job
     with pytest.raises(JobAlreadyRunningError, match="taken over by another driver while it was suspended"):
         job.resume()
+    assert sorted(read_lines(str(out))) == expected_rows(COUNT)
+
+
+def test_a_second_submit_in_the_process_that_runs_the_job_is_refused_and_the_job_goes_on(
+    tmp_path: Path,
+) -> None:
+    """A notebook cell run twice: the second submit of a running job's name is refused naming
+    why, deletes nothing, and the first run completes exactly; a suspended job (which lets go
+    of the lock) may be submitted again from the same process."""
+    out, root = tmp_path / "out", tmp_path / "ck"
+    gate = Gate(tmp_path / "gate", hold_at=COUNT // 2)
+    job = LocalRunner(2).submit(
+        streaming_dag(str(out), None, source=gated_stream(gate, count=COUNT)), config(root)
+    )
+    wait_until(lambda: job.last_snapshot is not None, "a committed snapshot")
+    with pytest.raises(JobAlreadyRunningError, match="'counts' is running in this process already"):
+        LocalRunner(2).submit(streaming_dag(str(out), COUNT), config(root))
+    job.suspend()
+    again = LocalRunner(2).submit(
+        streaming_dag(str(out), None, source=gated_stream(gate, count=COUNT)), config(root)
+    )
+    gate.open()
+    again.join(300)
+    assert sorted(read_lines(str(out))) == expected_rows(COUNT)
+
+
+def test_a_submit_that_fails_after_claiming_the_job_lets_the_next_submit_run_it(tmp_path: Path) -> None:
+    """`start_over` of a job that has not completed is refused after the job was claimed; the
+    corrected submit from the same process runs it (the refusal let go of the lock)."""
+    out, root = tmp_path / "out", tmp_path / "ck"
+    gate = Gate(tmp_path / "gate", hold_at=COUNT // 2)
+    job = LocalRunner(1).submit(
+        streaming_dag(str(out), None, source=gated_stream(gate, count=COUNT)), config(root)
+    )
+    wait_until(lambda: job.last_snapshot is not None, "a committed snapshot")
+    job.suspend()
+    with pytest.raises(ValueError, match="start_over applies to a completed job"):
+        LocalRunner(1).submit(streaming_dag(str(out), COUNT), attrs.evolve(config(root), start_over=True))
+    gate.open()
+    LocalRunner(1).run(
+        streaming_dag(str(out), None, source=gated_stream(gate, count=COUNT)), config(root), timeout=300
+    )
     assert sorted(read_lines(str(out))) == expected_rows(COUNT)

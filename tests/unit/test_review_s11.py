@@ -170,12 +170,6 @@ def test_a_completed_job_whose_finish_was_cut_short_is_still_completed(tmp_path:
         driver_lock.release(store)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the running epoch's files are now left alone (no tidying while this process holds the "
-    "job), but the second submit is not refused: this process cannot tell its running job from a "
-    "suspended one, whose submit again it must accept",
-)
 def test_a_second_submit_in_the_driver_process_leaves_the_running_epochs_files_alone(tmp_path: Path) -> None:
     """The audit's two-driver test, within one process (a notebook cell run twice, two submits
     of one name from a script): the running job holds the lock, its epoch task has written

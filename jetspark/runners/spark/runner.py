@@ -317,6 +317,25 @@ class SparkRunner:
 
                 return CompletedBefore(record)  # type: ignore[return-value]
             job_id = record.job_id
+        try:
+            return self._start(prepared, config, job_id, store, initial, record)
+        except BaseException:
+            if store is not None:  # nothing runs: another submit of the job may start it
+                from jetspark.runners import driver_lock
+
+                driver_lock.release(store)
+            raise
+
+    def _start(
+        self,
+        prepared: PreparedDag,
+        config: JobConfig,
+        job_id: str,
+        store: CheckpointStore | None,
+        initial: Manifest | None,
+        record: JobRecord | None,
+    ) -> SparkHandle:
+        """Plan the job on the session's members, build its RDDs and start its thread."""
         spark = self.spark
         sc = spark.sparkContext
         log_task_failures_once(sc)
