@@ -32,6 +32,13 @@ class SnapshotCommitter(abc.ABC):
         committed snapshot) would commit when they restore it; return how many transactions (or
         other units) it committed. May raise: the processors' restore commits instead."""
 
+    def discard_pending(self) -> int:
+        """The job was cancelled and its last snapshot's transactions committed: roll back what
+        its processors left pending besides (a task of the cancelled epoch may prepare after the
+        last restore rolled such transactions back, and no later run of the job will); return
+        how many. The default does nothing."""
+        return 0
+
     def close(self) -> None:  # noqa: B027
         """Release what `commit` holds (a connection); called when the job ends or after a failure."""
 

@@ -160,7 +160,7 @@ class TransactionalSinkP(AbstractProcessor):
         raise NotImplementedError
 
     def open_on_coordinator(self, job_id: str, vertex: str) -> bool:
-        """Make `pending`, `commit` and `close` work on this instance, built on the coordinator
+        """Make `pending`, `commit`, `rollback` and `close` work on this instance, built on the coordinator
         (no `init_processor`, no context) for job `job_id`'s `vertex`, and return True; or return
         False (the default): the sink commits only from its processors. Return False if the
         coordinator cannot reach the system at all; raise if it could but failed (it is asked
@@ -172,7 +172,7 @@ class TransactionalSinkP(AbstractProcessor):
         if not self.open_on_coordinator(job_id, vertex):
             self.close()
             return None
-        return TransactionCommitter(self)
+        return TransactionCommitter(self, f"{job_id}-{vertex_part(vertex)}")
 
     # ---- the protocol -----------------------------------------------------------------------
 
@@ -293,8 +293,10 @@ class TransactionCommitter(SnapshotCommitter):
     those the restore rolls back). Committing is idempotent (a committed transaction is no longer
     pending), so the restore that follows finds nothing left to do."""
 
-    def __init__(self, sink: TransactionalSinkP) -> None:
+    def __init__(self, sink: TransactionalSinkP, vertex_prefix: str = "") -> None:
         self.sink = sink
+        #: `<job id>-<vertex>`: every transaction of the vertex in any run of the job.
+        self.vertex_prefix = vertex_prefix
 
     def commit(self, entries: Iterable[tuple[Any, Any]]) -> int:
         saved = {
@@ -309,6 +311,14 @@ class TransactionCommitter(SnapshotCommitter):
                     self.sink.commit(txn)
                     committed += 1
         return committed
+
+    def discard_pending(self) -> int:
+        if not self.vertex_prefix:
+            return 0
+        pending = self.sink.pending(self.vertex_prefix)
+        for txn in pending:
+            self.sink.rollback(txn)
+        return len(pending)
 
     def close(self) -> None:
         self.sink.close()

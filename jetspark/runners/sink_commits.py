@@ -83,6 +83,46 @@ class SinkCommits:
                 self._failed(vertex, slot, manifest.snapshot_id, failure)
         self.last_seconds = time.monotonic() - started
 
+    def discard_pending(
+        self, store: CheckpointStore, manifest: Manifest | None, partition_count: int
+    ) -> None:
+        """A cancelled job, whose tasks have ended: vertex by vertex, commit what its last committed
+        snapshot (`manifest`, None if it committed none) names once more, then roll back every other
+        transaction its processors left pending (`SnapshotCommitter.discard_pending`), since no
+        later run of the job will. A vertex whose commit fails keeps its pending transactions. Never
+        raises: a failure is logged with what is left and where."""
+        present = manifest.vertices() if manifest is not None else set()
+        for vertex, slot in self._slots.items():
+            if slot.never:
+                continue
+            try:
+                committer = self._committer(vertex, slot)
+                if committer is None:
+                    continue
+                if manifest is not None and vertex in present:
+                    snapshot = read_snapshot(store, manifest, partition_count, (vertex,))
+                    committer.commit(decode_entries(snapshot.data.get(vertex, [])))
+                discarded = committer.discard_pending()
+            except Exception as failure:
+                _log.warning(
+                    "job %s: vertex %r: rolling back the cancelled job's pending transactions failed "
+                    "(%s: %s); they stay prepared in the sink's system under the prefix %s-",
+                    self.job_id,
+                    vertex,
+                    type(failure).__name__,
+                    failure,
+                    self.job_id,
+                )
+                self._drop(vertex, slot)
+                continue
+            if discarded:
+                _log.info(
+                    "job %s: vertex %r: rolled back %d transaction(s) left pending",
+                    self.job_id,
+                    vertex,
+                    discarded,
+                )
+
     def close(self) -> None:
         for vertex, slot in self._slots.items():
             self._drop(vertex, slot)

@@ -146,3 +146,51 @@ def test_when_the_driver_cannot_commit_the_next_epochs_restore_commits_as_before
     metrics = job.job_metrics()
     assert metrics["driver_sink_commit_failures"]["db"] >= 1
     assert "db" not in metrics["driver_sink_commits"] and metrics["driver_sink_commits"]["files"] >= 1
+
+
+def test_a_cancelled_job_leaves_nothing_prepared_and_each_committed_row_once(
+    spark: Any, tmp_path: Path, postgres_dsn: str
+) -> None:
+    """cancel() runs the commit-only pass, waits for the cancelled epoch's tasks to end, then the
+    driver commits the last snapshot's transactions once more and rolls back the rest
+    (`SinkCommits.discard_pending`): the job's directory goes, and with it every way a later run
+    could settle what the sinks hold."""
+    import psycopg
+
+    from examples.streaming_counts import streaming_dag
+    from jetspark.checkpoint import CheckpointStore
+    from tests.gates import Gate, gated_stream
+
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute("DROP TABLE IF EXISTS counts")
+        conn.execute("CREATE TABLE counts (k int, n int)")
+    out, root = tmp_path / "out", tmp_path / "ck"
+    gate = Gate(tmp_path / "gate", hold_at=3000)
+    config = JobConfig(
+        name="cancelled",
+        processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE,
+        snapshot_interval_millis=300,
+        checkpoint_root=str(root),
+        member_count=2,
+    )
+    dag = streaming_dag(
+        str(out), None, dsn=postgres_dsn, source=gated_stream(gate, count=6000, items_per_second=4000)
+    )
+    job = SparkRunner(spark).submit(dag, config)
+    store = CheckpointStore(str(root), "cancelled", tidy=False)
+    wait_until(lambda: (store.latest_id() or -1) >= 1 or job.status is not JobStatus.RUNNING, timeout=180)
+    assert job.status is JobStatus.RUNNING, job.error
+    job.cancel(timeout=120)
+    assert job.status is JobStatus.CANCELLED
+    with psycopg.connect(postgres_dsn) as conn:
+        table = [f"{k},{n}" for k, n in conn.execute("SELECT k, n FROM counts").fetchall()]
+        left = conn.execute(
+            "SELECT gid FROM pg_prepared_xacts WHERE gid LIKE %s", (f"{job.job_id}-%",)
+        ).fetchall()
+    files = read_lines(str(out))
+    assert left == [], "prepared transactions of the cancelled job were left"
+    assert not [name for name in os.listdir(out) if name.endswith(".tmp")], "uncommitted files were left"
+    assert len(set(files)) == len(files) and len(set(table)) == len(table), "a row was committed twice"
+    assert sorted(files) == sorted(table), "the two sinks committed different epochs"
+    assert not (root / "cancelled").exists()
+    gate.open()

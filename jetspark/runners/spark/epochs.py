@@ -242,6 +242,8 @@ class EpochJob(SparkHandle):
         if error is not None and not isinstance(error, JobFailedError):
             error = self._translate(error)
         final = settle(self, error, self._stopped)
+        if final is JobStatus.CANCELLED:
+            self._discard_pending_transactions()
         if final is not JobStatus.SUSPENDED:  # a suspended job's resume finds its state kept
             self._release_kept_state()
         # the record stays, marked completed, and the snapshots go; or everything goes (cancelled)
@@ -486,6 +488,26 @@ class EpochJob(SparkHandle):
         except OSError:
             _log.debug("removing the claim markers of run %s failed", spec.run_id, exc_info=True)
 
+    def _discard_pending_transactions(self) -> None:
+        """The job was cancelled and its directory goes next, record included: no later run will
+        settle what its sinks left. Once the cancelled epoch's tasks have ended, the driver's
+        committers commit the last snapshot's transactions once more and roll back the rest (a
+        task of the cancelled run may have prepared after the commit-only pass restored)."""
+        if not self._wait_for_tasks_to_end(self.spark.sparkContext, CANCELLED_TASKS_TIMEOUT):
+            _log.warning(
+                "job %r: tasks of the cancelled epoch still run after %d s; what they prepare after "
+                "this stays prepared in the sinks' systems under the prefix %s-",
+                self.name,
+                CANCELLED_TASKS_TIMEOUT,
+                self.job_id,
+            )
+        try:
+            latest = self.store.latest()
+        except Exception:  # damaged: commit nothing, but roll back nothing either
+            _log.exception("job %r: reading its last snapshot to settle its sinks failed", self.name)
+            return
+        self.sink_commits.discard_pending(self.store, latest, self.plan.arrangement.partition_count)
+
     def _release_kept_state(self) -> None:
         """The job ended: workers of this host that keep its processors close them now
         (`handoff.forget_job`), rather than holding the state until their next task."""
@@ -544,6 +566,10 @@ def _in_chain(error: BaseException, kind: type[E]) -> E | None:
 def _corruption(error: BaseException) -> CorruptSnapshotError | None:
     """The damaged snapshot file behind `error`, if that is what failed the epoch."""
     return _in_chain(error, CorruptSnapshotError)
+
+
+#: Seconds a cancel waits for the cancelled epoch's tasks to end before it settles the sinks.
+CANCELLED_TASKS_TIMEOUT = 30
 
 
 def _not_restartable(error: BaseException) -> bool:

@@ -9,6 +9,7 @@ Neither kind inherits the other: each is its own way of running executions for t
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 from jetspark.core.config import JobConfig
@@ -91,6 +92,24 @@ class SparkHandle(JobHandle):
             (info := tracker.getJobInfo(job_id)) is not None and info.status == "RUNNING"
             for job_id in tracker.getJobIdsForGroup(self.group)
         )
+
+    def _wait_for_tasks_to_end(self, sc: Any, timeout: float) -> bool:
+        """Wait until no task of the job's Spark jobs runs any more (a cancelled job's tasks end
+        only once their Python workers stopped or were killed); False after `timeout` seconds."""
+        tracker = sc.statusTracker()
+        deadline = time.monotonic() + timeout
+        while True:
+            active = 0
+            for job_id in tracker.getJobIdsForGroup(self.group):
+                info = tracker.getJobInfo(job_id)
+                for stage_id in info.stageIds if info is not None else ():
+                    stage = tracker.getStageInfo(stage_id)
+                    active += stage.numActiveTasks if stage is not None else 0
+            if active == 0:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.1)  # Spark's status tracker offers no wait
 
     def _translate(self, failure: BaseException) -> BaseException:
         """A Spark error as the job's: the task's own error where it carries one."""

@@ -141,6 +141,10 @@ class _Committer(SnapshotCommitter):
         self.log.append(sorted(entries, key=repr))
         return 1
 
+    def discard_pending(self) -> int:
+        self.log.append("discarded")
+        return 0
+
     def close(self) -> None:
         self.log.append("closed")
 
@@ -188,3 +192,54 @@ def test_a_failing_driver_commit_is_logged_never_raised_and_tried_again_after_a_
     assert meta.asked == 2, "a working committer is kept"
     commits.close()
     assert meta.log[-1] == "closed"
+
+
+# ---- a cancelled job: the driver settles what its sinks left ------------------------------------
+
+
+def test_a_cancelled_jobs_sink_is_settled_by_the_driver_commit_then_roll_back(tmp_path: Path) -> None:
+    """The last snapshot's transaction is committed, one a late task prepared after it is rolled
+    back; another job's and another vertex's pending files are left alone."""
+    out = tmp_path / "out"
+    store = CheckpointStore(str(tmp_path / "ck"), "job")
+    saved = Saved()
+    processor = sink(out, saved)
+    write(processor, "a")
+    save_and_prepare(processor)
+    manifest = snapshot_io.commit_snapshot(store, 0, {"out": saved.entries}, ["out"], 271, {})
+    write(processor, "late")
+    assert processor.snapshot_commit_prepare()  # a task of the cancelled epoch, after the last restore
+    processor.close()
+    others = [".job2-out-0-1a2b3c4d5e6f-0000000000.tmp", ".job1-other-0-1a2b3c4d5e6f-0000000000.tmp"]
+    for name in others:
+        (out / name).write_text("not ours\n")
+    metas = {"out": ProcessorMetaSupplier.of(P.transactional_files(str(out)))}
+    commits = SinkCommits("job1", ["out"], metas.__getitem__)
+    commits.discard_pending(store, manifest, 271)
+    commits.close()
+    assert read_lines(str(out)) == ["a"]
+    assert temp_files(out) == sorted(others)
+
+
+def test_a_cancelled_job_without_a_snapshot_has_every_pending_transaction_rolled_back(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    processor = sink(out, Saved())
+    write(processor, "a")
+    assert processor.snapshot_commit_prepare()
+    processor.close()
+    metas = {"out": ProcessorMetaSupplier.of(P.transactional_files(str(out)))}
+    commits = SinkCommits("job1", ["out"], metas.__getitem__)
+    commits.discard_pending(CheckpointStore(str(tmp_path / "ck"), "job"), None, 271)
+    assert read_lines(str(out)) == [] and temp_files(out) == []
+
+
+def test_a_vertex_whose_driver_commit_fails_keeps_its_pending_transactions(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Rolling back after a failed commit would drop the snapshot's own rows: logged, left."""
+    store = CheckpointStore(str(tmp_path), "job")
+    meta = _Meta(failures=1)
+    commits = SinkCommits("j", ["sink"], {"sink": meta}.__getitem__)
+    with caplog.at_level(logging.WARNING, "jetspark.sink_commits"):
+        commits.discard_pending(store, _commit_snapshot(store, 0), 271)
+    assert "discarded" not in meta.log and "the database is down" in caplog.text
