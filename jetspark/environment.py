@@ -68,3 +68,11 @@ def capturing_dag() -> Iterator[None]:
 def capturing() -> bool:
     """Whether `run` is inside `capturing_dag()`."""
     return _capturing
+
+
+def capture_if_asked(dag: DAG, config: JobConfig | None) -> None:
+    """Inside `capturing_dag()`: raise `DagCaptured` instead of running the job. Called by
+    `run` and by every runner's `submit`, so that `jetspark dag` of a job file that submits to a
+    runner itself (`SparkRunner().submit(dag, config)`) shows the DAG rather than running it."""
+    if _capturing:
+        raise DagCaptured(dag, config or JobConfig())

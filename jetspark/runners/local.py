@@ -31,6 +31,7 @@ from jetspark.engine.execution import Execution
 from jetspark.engine.outbox_impl import DEFAULT_BATCH_SIZE
 from jetspark.engine.snapshot import Snapshot, SnapshotContext, SnapshotData
 from jetspark.engine.tasklet import ProcessorTasklet
+from jetspark.environment import capture_if_asked
 from jetspark.planning.pipeline import PreparedDag, plan_execution, prepare
 from jetspark.planning.plan import ExecutionPlan
 from jetspark.runners import driver_lock, identity, snapshot_io, startpoints
@@ -506,6 +507,7 @@ class LocalRunner:
         root that completed in an earlier run is not run again (`identity.claim`): the handle
         is then a `CompletedBefore`, unless `JobConfig.start_over`."""
         config = config or JobConfig()
+        capture_if_asked(dag, config)  # `jetspark dag job.py`: show the DAG, run nothing
         member_count = config.member_count or self.member_count or 1
         prepared = prepare(dag, config)  # the job's only validation; fused and cut once
         check_checkpoint_paths(config)

@@ -40,6 +40,7 @@ from jetspark.core.dag import DAG
 from jetspark.core.errors import JobFailedError
 from jetspark.core.suppliers import VertexCapability
 from jetspark.engine.outbox_impl import DEFAULT_BATCH_SIZE
+from jetspark.environment import capture_if_asked
 from jetspark.planning.pipeline import PreparedDag, plan_execution, prepare
 from jetspark.planning.plan import ExecutionPlan
 from jetspark.runners.coordinator import (
@@ -304,6 +305,7 @@ class SparkRunner:
         `CompletedBefore` (`runners.identity`), unless `JobConfig.start_over`.
         """
         config = config or JobConfig()
+        capture_if_asked(dag, config)  # `jetspark dag job.py`: show the DAG, run nothing
         prepared = prepare(dag, config)  # the only validation: fused, cut into stages, capabilities read
         check_before_spark(dag, config)  # in well under a second, before a session takes its 10-90 s
         job_id = uuid.uuid4().hex[:16]

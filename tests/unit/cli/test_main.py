@@ -157,6 +157,27 @@ def test_dag_prints_graphviz_dot_and_mermaid(dag_job: Path, capsys: pytest.Captu
     assert '  v1 -->|"unicast, local, priority 1"| v2' in mermaid
 
 
+@pytest.mark.parametrize("runner", ["LocalRunner(2)", "SparkRunner()"])
+@pytest.mark.parametrize("plan", [[], ["--plan"]])
+def test_dag_of_a_job_file_that_submits_to_a_runner_itself_shows_the_dag_and_runs_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], runner: str, plan: list[str]
+) -> None:
+    """As examples/streaming_counts.py does: `SparkRunner().submit(dag, config)`, no `api.run`.
+    `jetspark dag` used to run such a job to its end (no Spark session is started here either:
+    the runner's submit hands the DAG back first)."""
+    job = tmp_path / "job.py"
+    job.write_text(
+        DAG_JOB.replace(
+            "run(dag)\n",
+            f"from jetspark.runners.local import LocalRunner\n"
+            f"from jetspark.runners.spark import SparkRunner\n{runner}.submit(dag).join()\n",
+        )
+    )
+    assert main(["dag", *plan, str(job), "numbers"]) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert ("numbers -> step" in out) if not plan else ("numbers" in out and "step" in out), out
+
+
 def test_dag_of_a_file_that_never_calls_run_is_a_clear_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
