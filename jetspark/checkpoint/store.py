@@ -28,6 +28,7 @@ import hashlib
 import itertools
 import json
 import logging
+import os
 import re
 import time
 import uuid
@@ -324,10 +325,22 @@ class CheckpointStore:
         """Claim the task (`stage`, `member`) of run `run` for `claimant` (a task attempt): True if
         it is `claimant`'s, False if someone claimed it before (or wins a race for it)."""
         path = self.claim_path(run, stage, member)
-        if self.fs.exists(path):
-            return False
         mine = claimant.encode()
         self.fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
+        if self.is_local:  # an exclusive create: of two attempts racing, exactly one makes the file
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:
+                return False
+            try:
+                os.write(fd, mine)
+            finally:
+                os.close(fd)
+            return True
+        # object stores: no exclusive create through fsspec; the last writer wins the read back,
+        # and an attempt that read back its own name before another wrote also thinks it won
+        if self.fs.exists(path):
+            return False
         self.fs.pipe_file(path, mine)
         return bool(self.fs.cat_file(path) == mine)
 

@@ -249,6 +249,19 @@ def test_a_task_of_a_run_is_claimed_once_and_a_new_run_claims_afresh(tmp_path: P
     assert store.claim("run-b", 2, 1, "attempt-3")
 
 
+def test_two_attempts_racing_for_a_task_on_a_local_root_never_both_win(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The interleaving a check-write-read claim loses: attempt 0 writes and reads its name back
+    (it won), then attempt 1, which had checked before 0 wrote, writes and reads its own name back
+    too. On a local root the claim is an exclusive create: the late attempt loses."""
+    store = CheckpointStore(str(tmp_path), "job-1")
+    assert store.claim("run-a", 1, 0, "attempt-0")
+    monkeypatch.setattr(store.fs, "exists", lambda _path: False)  # "checked before 0 wrote"
+    assert not store.claim("run-a", 1, 0, "attempt-1")
+    assert (tmp_path / "job-1" / "runs" / "run-a" / "s0001-m00000").read_bytes() == b"attempt-0"
+
+
 def test_a_completed_job_keeps_no_claim_markers(tmp_path: Path) -> None:
     from jetspark.checkpoint.job_record import first_record
 
