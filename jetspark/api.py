@@ -144,12 +144,15 @@ def _wait(job: JobHandle, config: JobConfig, server: Any, timeout: float | None)
     """Wait for `job`; on Ctrl-C suspend it (snapshots on) or cancel it, and say which."""
     try:
         with _progress(job):
-            job.join(timeout)
+            if server is None:
+                job.join(timeout)  # through a suspension, as Jet's join
+            else:  # a suspension from the UI is reported, and waited out, below
+                job.join(timeout, until_suspended=True)
             while server is not None and job.status is JobStatus.SUSPENDED:  # suspended from the UI
                 from jetspark.web.server import wait_while_suspended
 
                 wait_while_suspended(job, server)  # until resumed or cancelled there
-                job.join(timeout)
+                job.join(timeout, until_suspended=True)
             return job
     except KeyboardInterrupt:  # Ctrl-C: a job with snapshots stops cleanly, resumable
         if job.status is JobStatus.SUSPENDED:  # already: it stays so

@@ -18,6 +18,7 @@ from jetspark.core.errors import JetsparkError as JetsparkError
 from jetspark.core.errors import JobAlreadyRunningError as JobAlreadyRunningError
 from jetspark.core.errors import JobCancelledError as JobCancelledError
 from jetspark.core.errors import JobFailedError as JobFailedError
+from jetspark.core.errors import JobSuspendedError as JobSuspendedError
 from jetspark.core.errors import JobTimeoutError as JobTimeoutError
 from jetspark.core.errors import PartitioningError as PartitioningError
 from jetspark.core.errors import ProcessorContractError as ProcessorContractError
@@ -64,6 +65,7 @@ __all__ = [
     "JobCancelledError",
     "JobConfig",
     "JobFailedError",
+    "JobSuspendedError",
     "JobTimeoutError",
     "KeyedState",
     "MetaSupplierContext",

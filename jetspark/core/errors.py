@@ -57,6 +57,12 @@ class JobCancelledError(JetsparkError):
     """The job was cancelled before it completed."""
 
 
+class JobSuspendedError(JetsparkError):
+    """The job was suspended: what the suppliers of the suspended execution get in
+    `ProcessorSupplier.close(error)` (as Jet's suspend request), so that they can tell a
+    suspension, after which the job resumes, from a completion (`error` None)."""
+
+
 class JobFailedError(JetsparkError):
     """A processor failed; carries the vertex name and processor index, chained to the original error."""
 

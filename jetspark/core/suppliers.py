@@ -144,7 +144,9 @@ class ProcessorMetaSupplier(abc.ABC):
         return frozenset()
 
     def preferred_local_parallelism(self) -> int:
-        """Local parallelism this vertex wants, or -1 to accept the vertex's or job's default."""
+        """Local parallelism this vertex wants, or -1 to accept the vertex's or job's default. As
+        in Jet, a preference is capped at the job's `default_local_parallelism` (1 unless set);
+        a vertex's own local parallelism overrides both."""
         return -1
 
     def init(self, context: MetaSupplierContext) -> None:  # noqa: B027

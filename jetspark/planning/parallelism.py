@@ -1,4 +1,5 @@
-"""A vertex's local parallelism: its own setting, else its meta supplier's preference, else the job's."""
+"""A vertex's local parallelism: its own setting, else its meta supplier's preference (capped at the
+job's default, as in Jet), else the job's default."""
 
 from __future__ import annotations
 
@@ -16,5 +17,7 @@ def resolve_local_parallelism(vertex: Vertex, config: JobConfig) -> int:
             raise DagValidationError(
                 f"vertex {vertex.name!r}: preferred local parallelism must be -1 or >= 1, got {preferred}"
             )
-        return preferred
+        # as Jet's `Vertex.determineLocalParallelism`: a preference is capped at the default
+        default = config.default_local_parallelism
+        return preferred if default is None else min(preferred, default)
     return config.default_local_parallelism

@@ -65,6 +65,8 @@ class JobStatus(enum.Enum):
     CANCELLED = "cancelled"
 
 
+#: How often `join` looks whether a suspended job was resumed or cancelled (a status, not an event).
+SUSPENDED_POLL_SECONDS = 0.1
 #: Failures a job handle keeps (`JobHandle.failures`), the newest.
 MAX_FAILURES = 20
 
@@ -272,11 +274,22 @@ class JobHandle:
         """(label, address) of each Spark job of this job in the Spark UI; none off Spark."""
         return []
 
-    def join(self: Self, timeout: float | None = None) -> Self:
+    def join(self: Self, timeout: float | None = None, *, until_suspended: bool = False) -> Self:
         """Wait for the job to end; re-raise its failure. Raises JobTimeoutError on timeout and
-        JobCancelledError when the job was cancelled."""
-        if not wait_for(self._finished, timeout):  # a Ctrl-C is seen at once
-            raise JobTimeoutError(f"job {self.name!r} still running after {timeout} s")
+        JobCancelledError when the job was cancelled. As Jet's `join`, a suspended job has not
+        ended: `join` waits on until it is resumed (by anyone: `resume()`, the web UI) and ends,
+        or is cancelled; `until_suspended=True` returns once it is suspended instead."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not wait_for(self._finished, left):  # a Ctrl-C is seen at once
+                raise JobTimeoutError(f"job {self.name!r} still running after {timeout} s")
+            if until_suspended or self.status is not JobStatus.SUSPENDED:
+                break
+            while self.status is JobStatus.SUSPENDED:  # until resumed (which clears _finished first)
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise JobTimeoutError(f"job {self.name!r} still suspended after {timeout} s")
+                time.sleep(SUSPENDED_POLL_SECONDS)
         if self.status is JobStatus.FAILED:
             assert self.error is not None
             raise self.error

@@ -23,7 +23,7 @@ from jetspark.checkpoint.job_record import JobRecord
 from jetspark.core.config import JobConfig, ProcessingGuarantee, checked_count
 from jetspark.core.context import SNAPSHOT_REQUEST_ATTRIBUTE, STAGING_ATTRIBUTE, STARTPOINTS_ATTRIBUTE
 from jetspark.core.dag import DAG
-from jetspark.core.errors import JobCancelledError, JobFailedError, JobTimeoutError
+from jetspark.core.errors import JobCancelledError, JobFailedError, JobSuspendedError, JobTimeoutError
 from jetspark.core.partitioner import DEFAULT_PARTITION_COUNT
 from jetspark.core.snapshot_block import entry_total
 from jetspark.ctrl_c import wait_for
@@ -185,8 +185,11 @@ class LocalJob(JobHandle):
         return self
 
     def cancel(self) -> None:
-        """Stop the job at once; processors are closed and `join` raises JobCancelledError."""
+        """Stop the job at once; processors are closed and `join` raises JobCancelledError. A job
+        that has ended (completed, failed, cancelled) stays as it ended, as in Jet."""
         with self._lock:
+            if self.status in (JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELLED):
+                return
             if self.status is JobStatus.SUSPENDED:
                 self.status = JobStatus.CANCELLED
                 tidy_store(self.name, self.store, self.record, JobStatus.CANCELLED)
@@ -390,6 +393,9 @@ class LocalJob(JobHandle):
             failure = self._execution.error
             if failure is None and self._current_status() is JobStatus.CANCELLED:  # tell the suppliers
                 failure = JobCancelledError(f"job {self.name!r} was cancelled")
+                return None
+            if failure is None and context.terminal:  # suspended: the suppliers learn it from close
+                failure = JobSuspendedError(f"job {self.name!r} was suspended")
                 return None
             return failure
         except BaseException as error:  # planning or setup failed (setup closed what it created)

@@ -114,16 +114,16 @@ class MemberExecution:
         return self.execution
 
     def close(self, error: BaseException | None) -> None:
-        """After the run (or a failed setup): close processors that never ran, then the suppliers."""
+        """After the run (or a failed setup): close processors that never ran, then the suppliers,
+        once per member as each was initialized once per member (as in Jet, where every member
+        has its own copy: one supplier object a meta supplier gives every member is closed as
+        often as it was initialized)."""
         if self.execution is None:
             self._close_unrun_processors()
-        closed: set[int] = set()
         for vertex, member in self.placements:
             supplier = self.plan.vertices[vertex].supplier(member)
-            if supplier is None or id(supplier) in closed:
-                continue
-            closed.add(id(supplier))
-            _close_supplier(supplier, vertex, member, error)
+            if supplier is not None:
+                _close_supplier(supplier, vertex, member, error)
 
     def metrics(self) -> dict[str, dict[str, int]]:
         """Per vertex: items `received` into inboxes and `emitted` downstream by these processors."""

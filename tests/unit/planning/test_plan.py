@@ -63,13 +63,16 @@ def two_vertices(
 # ---- parallelism and contexts ----------------------------------------------------------------
 
 
-def test_local_parallelism_vertex_then_preference_then_job_default() -> None:
+def test_local_parallelism_vertex_then_preference_up_to_the_job_default() -> None:
     dag = DAG()
     dag.new_vertex("explicit", Preferring(preferred=5), 3)
     dag.new_vertex("preferred", Preferring(preferred=5))
+    dag.new_vertex("modest", Preferring(preferred=1))
     dag.new_vertex("default", Preferring())
     plan = build_plan(dag, JobConfig(default_local_parallelism=2), 1)
-    assert [plan.vertex_plan(n).local_parallelism for n in ("explicit", "preferred", "default")] == [3, 5, 2]
+    # a preference above the default is capped at it (Jet's `determineLocalParallelism`)
+    names = ("explicit", "preferred", "modest", "default")
+    assert [plan.vertex_plan(n).local_parallelism for n in names] == [3, 2, 1, 2]
 
 
 def test_the_job_default_local_parallelism_is_one() -> None:
