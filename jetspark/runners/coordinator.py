@@ -83,6 +83,9 @@ def where_to_start(
     driver_lock.acquire(store)  # another driver running the job: refused before touching anything
     try:
         store.drop_uncommitted()
+        done = store.read_record()
+        if done is not None and done.completed is not None:  # its tidying may have been cut short:
+            store.finish(done)  # LATEST and snapshots left would resume a started-over job
         latest = store.latest(
             fallback=config.processing_guarantee is not ProcessingGuarantee.EXACTLY_ONCE, verify=verify
         )
