@@ -252,6 +252,24 @@ def settle(
         return job.status
 
 
+def cancel_suspended(name: str, store: CheckpointStore | None, record: JobRecord | None) -> bool:
+    """A suspended job is cancelled: delete its directory (`tidy_store`), unless a later run took
+    the job over (a submit again, here or in another driver: its record names another run); then
+    its handle is cancelled and the job's directory, which that run owns now, is left alone.
+    True when the directory went."""
+    if store is None or record is None:
+        return True
+    from jetspark.runners.identity import take_back
+
+    try:
+        take_back(store, record)  # holds the job's lock, or refuses for a job taken over
+    except JobAlreadyRunningError as taken:
+        _log.info("job %r: cancelled this handle only: %s", name, taken)
+        return False
+    tidy_store(name, store, record, JobStatus.CANCELLED)
+    return True
+
+
 def tidy_store(name: str, store: CheckpointStore | None, record: JobRecord | None, status: JobStatus) -> None:
     """A completed job keeps only its record, marked completed (a submit under its name then says
     so instead of running it again); a cancelled one leaves nothing (a later submit starts afresh).

@@ -100,10 +100,12 @@ def take_back(store: CheckpointStore, record: JobRecord) -> None:
     """Before a suspended job resumes in this driver: hold its driver lock again and check that no
     other driver took the job over meanwhile (its record names another run); resuming from this
     driver's view of it would then repeat what that run did."""
+    held = driver_lock.holds(store)  # for a later submit of the job in this process, say
     driver_lock.acquire(store)
     now = store.read_record()
     if now is None or now.run != record.run:
-        driver_lock.release(store)
+        if not held:  # only the lock this call took: a later submit's run keeps its own
+            driver_lock.release(store)
         raise JobAlreadyRunningError(
             f"job {store.job!r} was taken over by another driver while it was suspended here "
             f"(its record names run {now.run if now is not None else 'none'}, not {record.run}); "

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from jetspark.core.config import JobConfig
 from jetspark.core.dag import DAG
-from jetspark.core.errors import JobCancelledError, JobTimeoutError
+from jetspark.core.errors import JobAlreadyRunningError, JobCancelledError, JobTimeoutError
 from jetspark.ctrl_c import wait_for
 from jetspark.planning.plan import ExecutionPlan
 
@@ -67,6 +67,8 @@ class JobStatus(enum.Enum):
 
 #: How often `join` looks whether a suspended job was resumed or cancelled (a status, not an event).
 SUSPENDED_POLL_SECONDS = 0.1
+#: ... and, every so many looks, whether another submit took the job over (a read of its record).
+TAKEN_OVER_EVERY_POLLS = 10
 #: Failures a job handle keeps (`JobHandle.failures`), the newest.
 MAX_FAILURES = 20
 
@@ -274,6 +276,18 @@ class JobHandle:
         """(label, address) of each Spark job of this job in the Spark UI; none off Spark."""
         return []
 
+    def _taken_over(self) -> bool:
+        """A suspended job of this handle that another submit (here or in another driver) took
+        over: its record names another run, or is gone. Handles without a durable record: never."""
+        store, record = getattr(self, "store", None), getattr(self, "record", None)
+        if store is None or record is None:
+            return False
+        try:
+            now = store.read_record()
+        except Exception:  # unreadable now: this handle's join goes on waiting
+            return False
+        return now is None or now.run != record.run
+
     def join(self: Self, timeout: float | None = None, *, until_suspended: bool = False) -> Self:
         """Wait for the job to end; re-raise its failure. Raises JobTimeoutError on timeout and
         JobCancelledError when the job was cancelled. As Jet's `join`, a suspended job has not
@@ -286,9 +300,16 @@ class JobHandle:
                 raise JobTimeoutError(f"job {self.name!r} still running after {timeout} s")
             if until_suspended or self.status is not JobStatus.SUSPENDED:
                 break
+            polls = 0
             while self.status is JobStatus.SUSPENDED:  # until resumed (which clears _finished first)
                 if deadline is not None and time.monotonic() >= deadline:
                     raise JobTimeoutError(f"job {self.name!r} still suspended after {timeout} s")
+                polls += 1
+                if polls % TAKEN_OVER_EVERY_POLLS == 0 and self._taken_over():
+                    raise JobAlreadyRunningError(
+                        f"job {self.name!r} was taken over by another submit while suspended here: "
+                        "this handle will not resume; join the handle that submit returned"
+                    )
                 time.sleep(SUSPENDED_POLL_SECONDS)
         if self.status is JobStatus.FAILED:
             assert self.error is not None

@@ -18,6 +18,8 @@ import uuid
 from collections import deque
 from typing import Any
 
+import attrs
+
 from jetspark.checkpoint import CheckpointStore
 from jetspark.checkpoint.job_record import JobRecord
 from jetspark.core.config import JobConfig, ProcessingGuarantee, checked_count
@@ -39,6 +41,7 @@ from jetspark.runners.coordinator import (
     RestartLoop,
     Step,
     Verdict,
+    cancel_suspended,
     close_meta_suppliers,
     gave_up,
     restartable,
@@ -117,8 +120,11 @@ class LocalJob(JobHandle):
         self._next_snapshot_at = 0.0
         #: A processor asked for a snapshot before the interval ends (`SNAPSHOT_REQUEST_ATTRIBUTE`).
         self._snapshot_wanted = False
-        #: The last snapshot could not be stored: requests wait for the interval (no retry loop).
-        self._last_snapshot_failed = False
+        #: After a snapshot that could not be stored, requests wait until then (a growing back-off).
+        self._retry_requests_at = 0.0
+        self._request_backoff = FIRST_REQUEST_BACKOFF
+        #: The execution ran every processor to its end (a cancel after that changes nothing).
+        self._ran_to_completion = False
         self._exported: dict[str, Snapshot] = snapshot_registry if snapshot_registry is not None else {}
         self._thread: threading.Thread | None = None
         self._committer = OutputCommitter.of(self.job_id, self.prepared)
@@ -177,6 +183,7 @@ class LocalJob(JobHandle):
         plan = plan_execution(self.prepared, self.member_count, job_id=self.job_id)
         self.plan = plan
         self._finished.clear()
+        self._ran_to_completion = False
         self.status = JobStatus.RUNNING
         self._thread = threading.Thread(
             target=self._run, args=(restore, plan), name=f"jetspark {self.name}", daemon=True
@@ -188,11 +195,12 @@ class LocalJob(JobHandle):
         """Stop the job at once; processors are closed and `join` raises JobCancelledError. A job
         that has ended (completed, failed, cancelled) stays as it ended, as in Jet."""
         with self._lock:
-            if self.status in (JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELLED):
+            ended = (JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELLED)
+            if self._ran_to_completion or self.status in ended:
                 return
             if self.status is JobStatus.SUSPENDED:
                 self.status = JobStatus.CANCELLED
-                tidy_store(self.name, self.store, self.record, JobStatus.CANCELLED)
+                cancel_suspended(self.name, self.store, self.record)
                 self._finished.set()
                 return
             self.status = JobStatus.CANCELLED
@@ -234,7 +242,12 @@ class LocalJob(JobHandle):
         if self.store is not None:
             assert self.record is not None
             identity.take_back(self.store, self.record)  # another driver may have taken it meanwhile
-        return self.start(self.committed_snapshot())
+        try:
+            return self.start(self.committed_snapshot())
+        except BaseException:
+            if self.store is not None:  # still suspended: a later submit may resume the job
+                driver_lock.release(self.store)
+            raise
 
     def export_snapshot(self, name: str, timeout: float = 60) -> Snapshot:
         """Take a named snapshot now, without prepare/commit; the job goes on."""
@@ -391,6 +404,11 @@ class LocalJob(JobHandle):
                 self._execution = member.start(self._tick)
             self._execution.run()  # closes every tasklet's processor
             failure = self._execution.error
+            if failure is None and not context.terminal and all(t.is_done for t in self._tasklets):
+                with self._lock:  # every processor ended: a cancel from now on (or just now) is too late
+                    self._ran_to_completion = True
+                    if self._current_status() is JobStatus.CANCELLED:
+                        self.status = JobStatus.RUNNING
             if failure is None and self._current_status() is JobStatus.CANCELLED:  # tell the suppliers
                 failure = JobCancelledError(f"job {self.name!r} was cancelled")
                 return None
@@ -423,9 +441,9 @@ class LocalJob(JobHandle):
             self._snapshot_started = time.monotonic()
             context.start(context.phase1_id + 1, terminal=terminal, export_only=export_name is not None)
             return
-        if self.config.snapshots_enabled and (
-            self._snapshot_wanted or time.monotonic() >= self._next_snapshot_at
-        ):
+        now = time.monotonic()
+        wanted = self._snapshot_wanted and now >= self._retry_requests_at
+        if self.config.snapshots_enabled and (wanted or now >= self._next_snapshot_at):
             self._snapshot_wanted = False
             self._export_name = None
             self._snapshot_started = time.monotonic()
@@ -434,10 +452,9 @@ class LocalJob(JobHandle):
 
     def _want_snapshot(self) -> None:
         """A processor waits for a snapshot to commit its output (a transactional sink in
-        `complete()`): the next tick starts one without waiting for the interval, unless the last
-        one could not be stored (then the interval paces the retries)."""
-        if not self._last_snapshot_failed:
-            self._snapshot_wanted = True
+        `complete()`): the next tick starts one without waiting for the interval; after one that
+        could not be stored, once a back-off has passed (50 ms, doubling up to the interval)."""
+        self._snapshot_wanted = True
 
     def _on_phase1_complete(self, snapshot_id: int, data: SnapshotData) -> bool:
         snapshot = Snapshot(
@@ -468,9 +485,11 @@ class LocalJob(JobHandle):
                 _log.exception(
                     "job %r: snapshot %d could not be stored; it does not count", self.name, snapshot_id
                 )
-                self._last_snapshot_failed = True
+                interval = self.config.snapshot_interval_millis / 1000
+                self._retry_requests_at = time.monotonic() + self._request_backoff
+                self._request_backoff = min(self._request_backoff * 2, max(interval, FIRST_REQUEST_BACKOFF))
                 return False
-            self._last_snapshot_failed = False
+            self._retry_requests_at, self._request_backoff = 0.0, FIRST_REQUEST_BACKOFF
         if snapshot.name is not None:
             self._exported[snapshot.name] = snapshot
         else:
@@ -485,6 +504,10 @@ class LocalJob(JobHandle):
                 }
             )
         return True
+
+
+#: The first wait before a requested snapshot is tried again after one could not be stored.
+FIRST_REQUEST_BACKOFF = 0.05
 
 
 class LocalRunner:
@@ -512,7 +535,7 @@ class LocalRunner:
         """Validate and start the job; returns at once with its handle. A job with a checkpoint
         root that completed in an earlier run is not run again (`identity.claim`): the handle
         is then a `CompletedBefore`, unless `JobConfig.start_over`."""
-        config = config or JobConfig()
+        config = attrs.evolve(config) if config is not None else JobConfig()  # a copy: later edits stay out
         capture_if_asked(dag, config)  # `jetspark dag job.py`: show the DAG, run nothing
         member_count = config.member_count or self.member_count or 1
         prepared = prepare(dag, config)  # the job's only validation; fused and cut once

@@ -9,8 +9,10 @@ rules below hold on both:
   raises, fails the setup with a `JobFailedError` naming the vertex, and every processor made
   before is closed once (close() is due even without init());
 - once running, the engine's `Execution` closes every processor once, whatever happens;
-- `close_suppliers(error)` closes each distinct `ProcessorSupplier` of the placements once, with
-  the job's error (None on success), and logs (never raises) a failing close().
+- `close(error)` closes the `ProcessorSupplier` of each placement once (one object shared by
+  several members is closed once per member, as often as it was initialized), with the job's
+  error (None on success, `JobSuspendedError` after a suspension), and logs (never raises) a
+  failing close().
 """
 
 from __future__ import annotations

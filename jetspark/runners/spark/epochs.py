@@ -28,12 +28,21 @@ from typing import Any, TypeVar
 from jetspark.checkpoint import CheckpointStore, CorruptSnapshotError, Manifest
 from jetspark.checkpoint.job_record import JobRecord
 from jetspark.core.config import ProcessingGuarantee
-from jetspark.core.errors import JobFailedError, ProcessorContractError
+from jetspark.core.errors import JobCancelledError, JobFailedError, ProcessorContractError
 from jetspark.core.runs import ordered_run_id
 from jetspark.ctrl_c import wait_for
 from jetspark.planning.pipeline import PreparedDag
 from jetspark.planning.plan import ExecutionPlan
-from jetspark.runners.coordinator import RestartLoop, Step, Verdict, close_meta_suppliers, settle, tidy_store
+from jetspark.runners import driver_lock
+from jetspark.runners.coordinator import (
+    RestartLoop,
+    Step,
+    Verdict,
+    cancel_suspended,
+    close_meta_suppliers,
+    settle,
+    tidy_store,
+)
 from jetspark.runners.identity import take_back
 from jetspark.runners.job import Capabilities, EpochStats, JobStatus
 from jetspark.runners.member import add_metrics
@@ -140,7 +149,19 @@ class EpochJob(SparkHandle):
 
     def cancel(self, timeout: float = 60) -> None:
         """Stop at once: the running epoch is aborted; the last committed snapshot's transactions
-        are committed; then the job's snapshots are deleted."""
+        are committed; then the job's snapshots are deleted. A suspended job (its transactions
+        committed when it stopped) is cancelled here and now."""
+        with self._lock:
+            suspended = self.status is JobStatus.SUSPENDED
+            if suspended:
+                self.status = JobStatus.CANCELLED
+        if suspended:
+            self._release_kept_state()
+            cancel_suspended(self.name, self.store, self.record)
+            self.sink_commits.close()
+            close_meta_suppliers(self.dag, JobCancelledError(f"job {self.name!r} was cancelled"))
+            self.ledger.close()
+            return
         self._ask("cancel", timeout, abort_epoch=True)
 
     def suspend(self, timeout: float = 120) -> None:
@@ -162,10 +183,15 @@ class EpochJob(SparkHandle):
         if self.status is not JobStatus.SUSPENDED:
             raise ValueError(f"job {self.name!r} is {self.status.value}, not suspended")
         take_back(self.store, self.record)  # another driver may have taken it meanwhile
-        self._request = None
-        self._finished.clear()
-        fan_out(self.config, self.store.job, self.plan)  # startpoints set while it was suspended
-        return self.start()  # type: ignore[return-value]
+        try:
+            fan_out(self.config, self.store.job, self.plan)  # startpoints set while it was suspended
+            self._request = None
+            self._finished.clear()
+            return self.start()  # type: ignore[return-value]
+        except BaseException:
+            self._finished.set()  # still suspended: `join` must not wait for a run that never began
+            driver_lock.release(self.store)  # and a later submit may resume the job
+            raise
 
     def capabilities(self) -> Capabilities:
         return Capabilities(can_suspend=True, can_export=True, durable=True, live_metrics=True)
@@ -435,7 +461,27 @@ class EpochJob(SparkHandle):
             sc.setLocalProperty(SPEC_PROPERTY, None)
             for rdd in persisted:
                 rdd.unpersist(blocking=False)
-        return DriverReports.of(records, self.plan.vertices)
+        outcome = DriverReports.of(records, self.plan.vertices)
+        if outcome.abort is None:
+            missing = self._unreported(outcome)
+            if missing:  # its processors' state would be missing from the snapshot: never commit it
+                stage, member = missing[0]
+                outcome.abort = (
+                    f"epoch {spec.epoch}: the task of stage {stage} member {member} ended without "
+                    f"reporting its snapshot ({len(missing)} such task(s))"
+                )
+        return outcome
+
+    def _unreported(self, outcome: DriverReports) -> list[tuple[int, int]]:
+        """(stage, member) of every task of the epoch that sent no `SnapshotFilesRecord`: each
+        stage runs one task per member, and each task reports its files (or that its processors
+        completed) before it ends."""
+        return sorted(
+            (stage.index, member)
+            for stage in self.plan.stages.stages
+            for member in range(self.member_count)
+            if (stage.index, member) not in outcome.reported
+        )
 
     def _all_completed(self, outcome: DriverReports) -> bool:
         """No processor took the epoch's snapshot, and every one has completed."""

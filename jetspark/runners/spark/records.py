@@ -130,6 +130,8 @@ class DriverReports:
         #: Snapshot files (as JSON) and completed processors of an epoch.
         self.snapshot_files: list[dict[str, Any]] = []
         self.completed: set[tuple[str, int]] = set()
+        #: (source stage, member) of every task that reported its snapshot (`SnapshotFilesRecord`).
+        self.reported: set[tuple[int, int]] = set()
         #: Per stage, the share of its span each of its tasks sat idle (`SnapshotFilesRecord`).
         self.idle_shares: dict[int, list[float]] = {}
         #: Why the epoch must not commit, from the earliest stage that said so; None if nothing did.
@@ -166,6 +168,7 @@ class DriverReports:
             self.staged.extend(record.files)
         elif kind is SnapshotFilesRecord:
             self.snapshot_files.extend(record.files)
+            self.reported.add((record.source_stage, record.member))
             self.completed.update((vertex, int(index)) for vertex, index in record.completed)
             if record.idle_share >= 0:
                 self.idle_shares.setdefault(record.source_stage, []).append(record.idle_share)

@@ -35,6 +35,8 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
+import attrs
+
 from jetspark.core.config import JobConfig, checked_count
 from jetspark.core.dag import DAG
 from jetspark.core.errors import JobFailedError
@@ -304,7 +306,7 @@ class SparkRunner:
         with a guarantee that completed in an earlier run is not run again: the handle is then a
         `CompletedBefore` (`runners.identity`), unless `JobConfig.start_over`.
         """
-        config = config or JobConfig()
+        config = attrs.evolve(config) if config is not None else JobConfig()  # a copy: later edits stay out
         capture_if_asked(dag, config)  # `jetspark dag job.py`: show the DAG, run nothing
         prepared = prepare(dag, config)  # the only validation: fused, cut into stages, capabilities read
         check_before_spark(dag, config)  # in well under a second, before a session takes its 10-90 s

@@ -233,3 +233,16 @@ def test_the_switch_keeps_every_span_at_the_interval(monkeypatch: pytest.MonkeyP
     spans = SpanPolicy(1.0)
     spans.committed(1.0, 1.5, caught_up=True)
     assert spans.next_span() == 1.0
+
+
+def test_an_epoch_with_a_task_that_reported_no_snapshot_is_never_committed() -> None:
+    """Every stage runs one task per member, and each reports its snapshot files (or that its
+    processors completed). A task that ended without one would leave its processors' state out
+    of the committed snapshot: the driver names it and aborts the epoch instead."""
+    from jetspark.runners.spark.epochs import EpochJob
+
+    stages = SimpleNamespace(stages=[SimpleNamespace(index=0), SimpleNamespace(index=1)])
+    job = SimpleNamespace(plan=SimpleNamespace(stages=stages), member_count=2)
+    every = [(m, SnapshotFilesRecord(-1, s, m, (), ())) for s in (0, 1) for m in (0, 1)]
+    assert EpochJob._unreported(job, DriverReports.of(every, [])) == []  # type: ignore[arg-type]
+    assert EpochJob._unreported(job, DriverReports.of(every[:3], [])) == [(1, 1)]  # type: ignore[arg-type]
