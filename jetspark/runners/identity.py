@@ -102,7 +102,12 @@ def take_back(store: CheckpointStore, record: JobRecord) -> None:
     driver's view of it would then repeat what that run did."""
     held = driver_lock.holds(store)  # for a later submit of the job in this process, say
     driver_lock.acquire(store)
-    now = store.read_record()
+    try:
+        now = store.read_record()
+    except BaseException:  # an unreadable record: the job stays suspended, the lock goes
+        if not held:
+            driver_lock.release(store)
+        raise
     if now is None or now.run != record.run:
         if not held:  # only the lock this call took: a later submit's run keeps its own
             driver_lock.release(store)

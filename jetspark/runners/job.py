@@ -154,6 +154,8 @@ class JobHandle:
         #: Restarts after failures so far, over the whole job.
         self.restarts = 0
         self._lock = threading.Lock()
+        #: Held by `resume` and `cancel` throughout: of the two, one moves a suspended job on.
+        self._control = threading.RLock()
         #: Wall-clock time (`time.time()`) the handle was made, that is when the job was submitted.
         self.submitted_at = time.time()
         self._finished = _EndEvent()
@@ -276,7 +278,7 @@ class JobHandle:
         """(label, address) of each Spark job of this job in the Spark UI; none off Spark."""
         return []
 
-    def _taken_over(self) -> bool:
+    def taken_over(self) -> bool:
         """A suspended job of this handle that another submit (here or in another driver) took
         over: its record names another run, or is gone. Handles without a durable record: never."""
         store, record = getattr(self, "store", None), getattr(self, "record", None)
@@ -305,7 +307,11 @@ class JobHandle:
                 if deadline is not None and time.monotonic() >= deadline:
                     raise JobTimeoutError(f"job {self.name!r} still suspended after {timeout} s")
                 polls += 1
-                if polls % TAKEN_OVER_EVERY_POLLS == 0 and self._taken_over():
+                if (
+                    polls % TAKEN_OVER_EVERY_POLLS == 0
+                    and self.taken_over()
+                    and self.status is JobStatus.SUSPENDED  # not cancelled by this handle meanwhile
+                ):
                     raise JobAlreadyRunningError(
                         f"job {self.name!r} was taken over by another submit while suspended here: "
                         "this handle will not resume; join the handle that submit returned"

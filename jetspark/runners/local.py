@@ -194,7 +194,7 @@ class LocalJob(JobHandle):
     def cancel(self) -> None:
         """Stop the job at once; processors are closed and `join` raises JobCancelledError. A job
         that has ended (completed, failed, cancelled) stays as it ended, as in Jet."""
-        with self._lock:
+        with self._control, self._lock:
             ended = (JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELLED)
             if self._ran_to_completion or self.status in ended:
                 return
@@ -237,17 +237,24 @@ class LocalJob(JobHandle):
         """
         if self.status is not JobStatus.SUSPENDED:
             raise ValueError(f"job {self.name!r} is {self.status.value}, not suspended")
+        count = self.member_count
         if member_count is not None:
-            self.member_count = checked_count(member_count, f"job {self.name!r}: resume(): member_count")
-        if self.store is not None:
-            assert self.record is not None
-            identity.take_back(self.store, self.record)  # another driver may have taken it meanwhile
-        try:
-            return self.start(self.committed_snapshot())
-        except BaseException:
-            if self.store is not None:  # still suspended: a later submit may resume the job
-                driver_lock.release(self.store)
-            raise
+            count = checked_count(member_count, f"job {self.name!r}: resume(): member_count")
+        self._finished.wait()  # the suspension's thread may still be tidying (its lock, its record)
+        with self._control:  # a cancel from another thread (the web UI) either wins or waits
+            if self.status is not JobStatus.SUSPENDED:
+                raise ValueError(f"job {self.name!r} is {self.status.value}, not suspended")
+            if self.store is not None:
+                assert self.record is not None
+                identity.take_back(self.store, self.record)  # another driver may have taken it meanwhile
+            previous, self.member_count = self.member_count, count
+            try:
+                return self.start(self.committed_snapshot())
+            except BaseException:
+                self.member_count = previous  # the handle stays as it was: suspended, as counted
+                if self.store is not None:  # still suspended: a later submit may resume the job
+                    driver_lock.release(self.store)
+                raise
 
     def export_snapshot(self, name: str, timeout: float = 60) -> Snapshot:
         """Take a named snapshot now, without prepare/commit; the job goes on."""

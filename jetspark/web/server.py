@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 
+from jetspark.core.errors import JobAlreadyRunningError
 from jetspark.environment import UI_KEEP_ENV
 from jetspark.runners.job import JobHandle, JobStatus
 from jetspark.web.app import create_app
@@ -161,5 +162,13 @@ def wait_while_suspended(job: JobHandle, server: WebServer) -> None:
         file=sys.stderr,
         flush=True,
     )
+    looks = 0
     while job.status is JobStatus.SUSPENDED:
+        looks += 1
+        # about once a second: the job file run again (as said above) takes the job over
+        if looks % 5 == 0 and job.taken_over() and job.status is JobStatus.SUSPENDED:
+            raise JobAlreadyRunningError(
+                f"job {job.name!r} was taken over by another submit while suspended here; "
+                "this process lets it go"
+            )
         time.sleep(SUSPENDED_POLL)

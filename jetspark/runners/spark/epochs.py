@@ -151,17 +151,19 @@ class EpochJob(SparkHandle):
         """Stop at once: the running epoch is aborted; the last committed snapshot's transactions
         are committed; then the job's snapshots are deleted. A suspended job (its transactions
         committed when it stopped) is cancelled here and now."""
-        with self._lock:
-            suspended = self.status is JobStatus.SUSPENDED
+        with self._control:  # against a resume from another thread: one of the two wins
+            with self._lock:
+                suspended = self.status is JobStatus.SUSPENDED
+                if suspended:
+                    self.status = JobStatus.CANCELLED
             if suspended:
-                self.status = JobStatus.CANCELLED
-        if suspended:
-            self._release_kept_state()
-            cancel_suspended(self.name, self.store, self.record)
-            self.sink_commits.close()
-            close_meta_suppliers(self.dag, JobCancelledError(f"job {self.name!r} was cancelled"))
-            self.ledger.close()
-            return
+                self._finished.wait()  # the suspension's thread has tidied
+                self._release_kept_state()
+                cancel_suspended(self.name, self.store, self.record)
+                self.sink_commits.close()
+                close_meta_suppliers(self.dag, JobCancelledError(f"job {self.name!r} was cancelled"))
+                self.ledger.close()
+                return
         self._ask("cancel", timeout, abort_epoch=True)
 
     def suspend(self, timeout: float = 120) -> None:
@@ -182,16 +184,20 @@ class EpochJob(SparkHandle):
         """Continue a suspended job from its last committed snapshot."""
         if self.status is not JobStatus.SUSPENDED:
             raise ValueError(f"job {self.name!r} is {self.status.value}, not suspended")
-        take_back(self.store, self.record)  # another driver may have taken it meanwhile
-        try:
-            fan_out(self.config, self.store.job, self.plan)  # startpoints set while it was suspended
-            self._request = None
-            self._finished.clear()
-            return self.start()  # type: ignore[return-value]
-        except BaseException:
-            self._finished.set()  # still suspended: `join` must not wait for a run that never began
-            driver_lock.release(self.store)  # and a later submit may resume the job
-            raise
+        self._finished.wait()  # the suspension's thread may still be tidying (its lock, its record)
+        with self._control:  # a cancel from another thread (the web UI) either wins or waits
+            if self.status is not JobStatus.SUSPENDED:
+                raise ValueError(f"job {self.name!r} is {self.status.value}, not suspended")
+            take_back(self.store, self.record)  # another driver may have taken it meanwhile
+            try:
+                fan_out(self.config, self.store.job, self.plan)  # startpoints set while it was suspended
+                self._request = None
+                self._finished.clear()
+                return self.start()  # type: ignore[return-value]
+            except BaseException:
+                self._finished.set()  # still suspended: `join` must not wait for a run that never began
+                driver_lock.release(self.store)  # and a later submit may resume the job
+                raise
 
     def capabilities(self) -> Capabilities:
         return Capabilities(can_suspend=True, can_export=True, durable=True, live_metrics=True)
