@@ -19,7 +19,7 @@ from examples.streaming_counts import expected_rows, streaming_dag
 from jetspark.core import JobAlreadyRunningError, JobCancelledError
 from jetspark.processors.transactional import read_lines
 from jetspark.runners.local import LocalRunner
-from tests.e2e.test_job_identity import COUNT, config
+from tests.e2e.test_job_identity import COUNT, config, submit_gated
 from tests.gates import Gate, gated_stream
 from tests.waiting import wait_until
 
@@ -103,10 +103,7 @@ def test_a_suspended_job_lets_another_driver_take_it_and_its_stale_handle_cannot
 ) -> None:
     out, root = tmp_path / "out", tmp_path / "ck"
     gate = Gate(tmp_path / "gate", hold_at=COUNT // 2)
-    job = LocalRunner(2).submit(
-        streaming_dag(str(out), None, source=gated_stream(gate, count=COUNT)), config(root)
-    )
-    wait_until(lambda: job.last_snapshot is not None, "a committed snapshot")
+    job = submit_gated(out, root, gate, members=2)
     job.suspend()
     gate.open()
     other = subprocess.run(
@@ -143,16 +140,11 @@ def test_a_second_submit_in_the_process_that_runs_the_job_is_refused_and_the_job
     of the lock) may be submitted again from the same process."""
     out, root = tmp_path / "out", tmp_path / "ck"
     gate = Gate(tmp_path / "gate", hold_at=COUNT // 2)
-    job = LocalRunner(2).submit(
-        streaming_dag(str(out), None, source=gated_stream(gate, count=COUNT)), config(root)
-    )
-    wait_until(lambda: job.last_snapshot is not None, "a committed snapshot")
+    job = submit_gated(out, root, gate, members=2)
     with pytest.raises(JobAlreadyRunningError, match="'counts' is running in this process already"):
         LocalRunner(2).submit(streaming_dag(str(out), COUNT), config(root))
     job.suspend()
-    again = LocalRunner(2).submit(
-        streaming_dag(str(out), None, source=gated_stream(gate, count=COUNT)), config(root)
-    )
+    again = submit_gated(out, root, gate, members=2, committed=False)
     gate.open()
     again.join(300)
     assert sorted(read_lines(str(out))) == expected_rows(COUNT)
@@ -163,10 +155,7 @@ def test_a_submit_that_fails_after_claiming_the_job_lets_the_next_submit_run_it(
     corrected submit from the same process runs it (the refusal let go of the lock)."""
     out, root = tmp_path / "out", tmp_path / "ck"
     gate = Gate(tmp_path / "gate", hold_at=COUNT // 2)
-    job = LocalRunner(1).submit(
-        streaming_dag(str(out), None, source=gated_stream(gate, count=COUNT)), config(root)
-    )
-    wait_until(lambda: job.last_snapshot is not None, "a committed snapshot")
+    job = submit_gated(out, root, gate)
     job.suspend()
     with pytest.raises(ValueError, match="start_over applies to a completed job"):
         LocalRunner(1).submit(streaming_dag(str(out), COUNT), attrs.evolve(config(root), start_over=True))

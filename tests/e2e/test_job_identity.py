@@ -20,7 +20,7 @@ from examples.streaming_counts import expected_rows, streaming_dag
 from jetspark.core import JobConfig, ProcessingGuarantee
 from jetspark.processors.transactional import read_lines
 from jetspark.runners.identity import CompletedBefore
-from jetspark.runners.local import JobStatus, LocalRunner
+from jetspark.runners.local import JobStatus, LocalJob, LocalRunner
 from tests.gates import Gate, gated_stream
 from tests.waiting import wait_until
 
@@ -35,6 +35,17 @@ def config(root: Path, interval: int = 20) -> JobConfig:
         snapshot_interval_millis=interval,
         checkpoint_root=str(root),
     )
+
+
+def submit_gated(out: Path, root: Path, gate: Gate, members: int = 1, committed: bool = True) -> LocalJob:
+    """The counts job on the local runner, its source held at `gate`; once it committed a
+    snapshot of its own (`committed`), so that it can be suspended and resumed."""
+    job = LocalRunner(members).submit(
+        streaming_dag(str(out), None, source=gated_stream(gate, count=COUNT)), config(root)
+    )
+    if committed:
+        wait_until(lambda: job.last_snapshot is not None, "a committed snapshot")
+    return job
 
 
 def temp_files(out: Path) -> list[str]:

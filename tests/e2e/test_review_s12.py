@@ -23,7 +23,7 @@ from jetspark.core.suppliers import ProcessorMetaSupplier, ProcessorSupplier
 from jetspark.processors.transactional import read_lines, transactional_files
 from jetspark.runners import driver_lock, snapshot_io
 from jetspark.runners.local import LocalJob, LocalRunner
-from tests.e2e.test_job_identity import COUNT, config
+from tests.e2e.test_job_identity import COUNT, config, submit_gated
 from tests.gates import Gate, gated_stream
 from tests.waiting import wait_until
 
@@ -33,15 +33,9 @@ def _suspended_then_resubmitted(tmp_path: Path) -> tuple[Path, Path, Gate, Local
     resumes it (`running`, held at its gate, with a snapshot of its own)."""
     out, root = tmp_path / "out", tmp_path / "ck"
     gate = Gate(tmp_path / "gate", hold_at=COUNT // 2)
-    stale = LocalRunner(1).submit(
-        streaming_dag(str(out), None, source=gated_stream(gate, count=COUNT)), config(root)
-    )
-    wait_until(lambda: stale.last_snapshot is not None, "a committed snapshot")
+    stale = submit_gated(out, root, gate)
     stale.suspend()
-    running = LocalRunner(1).submit(
-        streaming_dag(str(out), None, source=gated_stream(gate, count=COUNT)), config(root)
-    )
-    wait_until(lambda: running.last_snapshot is not None, "the resubmitted run's snapshot")
+    running = submit_gated(out, root, gate)  # resumes the job, with a snapshot of its own
     return out, root, gate, stale, running
 
 
