@@ -136,6 +136,11 @@ def _text_of(error: BaseException) -> str:
 _LOST = re.compile(r"Lost task (\d+)\.(\d+) in stage (\d+)\.(\d+) \(TID \d+\) \(([^)]*)\): ([^\n]*)")
 
 
+#: What the JVM's reader or writer of a Python worker meets when the worker (or pyspark.daemon)
+#: was killed: the stream closed under it, or a write into the dead end of the pipe.
+_DEAD_WORKER_PIPE = ("java.io.IOException: Stream closed", "java.io.IOException: Broken pipe")
+
+
 def describe_failure(error: BaseException) -> str:
     """One line that says why a Spark job failed: the task's exception type and message (or that
     its Python worker died, or its executor was lost), with the Spark stage, task (partition) and
@@ -156,8 +161,8 @@ def describe_failure(error: BaseException) -> str:
         reason = lost.group(6)
         if "Python worker exited unexpectedly" in reason:
             reason = "Python worker died (exited unexpectedly: killed, or os._exit)"
-        elif reason.strip() == "java.io.IOException: Stream closed":  # the JVM's side of a dead worker
-            reason = "Python worker's stream closed (the worker or pyspark.daemon died)"
+        elif reason.strip() in _DEAD_WORKER_PIPE:  # the JVM's side of a dead worker
+            reason = f"Python worker's stream closed (the worker or pyspark.daemon died: {reason.strip().removeprefix('java.io.IOException: ')})"
         elif "ExecutorLostFailure" in reason:
             reason = f"executor lost ({reason.split('ExecutorLostFailure', 1)[1].strip(' :()')})"
         else:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from jetspark.core.errors import JobFailedError
 from jetspark.runners.spark.failures import describe_failure, encode_failure
 
@@ -23,13 +25,15 @@ def test_a_killed_python_worker_is_named_with_its_stage_task_and_attempt() -> No
     )
 
 
-def test_a_stream_closed_under_a_python_task_names_the_dead_worker() -> None:
-    """Killing a worker with pyspark.daemon can reach the JVM as its writer's IOException."""
+@pytest.mark.parametrize("exception", ["Stream closed", "Broken pipe"])
+def test_a_stream_closed_under_a_python_task_names_the_dead_worker(exception: str) -> None:
+    """Killing a worker with pyspark.daemon can reach the JVM as its reader's or writer's
+    IOException (a "Broken pipe" failed tests/spark/test_driver_kills.py once in CI)."""
     error = Exception(
-        CALLING + LOST + "java.io.IOException: Stream closed\n\tat java.io.BufferedOutputStream..."
+        CALLING + LOST + f"java.io.IOException: {exception}\n\tat java.io.BufferedOutputStream..."
     )
     assert describe_failure(error) == (
-        "Python worker's stream closed (the worker or pyspark.daemon died) "
+        f"Python worker's stream closed (the worker or pyspark.daemon died: {exception}) "
         "(Spark stage 7, task 1, attempt 0; localhost executor driver)"
     )
 
