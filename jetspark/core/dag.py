@@ -5,7 +5,8 @@ from __future__ import annotations
 import numbers
 from collections.abc import Iterator
 
-from jetspark.core.edge import RESERVED_PRIORITY, Edge, RoutingPolicy
+from jetspark.core.dag_dot import dag_to_dot
+from jetspark.core.edge import DEFAULT_QUEUE_SIZE, RESERVED_PRIORITY, Edge, RoutingPolicy
 from jetspark.core.errors import DagValidationError
 from jetspark.core.suppliers import ProcessorMetaSupplier, SupplierLike, to_meta_supplier
 
@@ -278,28 +279,13 @@ class DAG:
                 raise DagValidationError(f"edge {e.name}: queue size must be >= 1, got {e.queue_size}")
             _check_isolated_input(e)
 
-    def to_dot(self) -> str:
-        """The DAG in Graphviz DOT, for `dot -Tsvg`."""
-
-        def quote(text: str) -> str:
-            return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-        lines = ["digraph DAG {"]
-        for v in self._vertices.values():
-            lp = "default" if v.local_parallelism == -1 else str(v.local_parallelism)
-            lines.append(f"  {quote(v.name)} [localParallelism={lp}];")
-        for e in self._edges:
-            assert e.destination is not None
-            attrs = [f"label={quote(e.routing.value + (' distributed' if e.is_distributed else ''))}"]
-            if e.source_ordinal or e.dest_ordinal:
-                attrs.append(f"taillabel={e.source_ordinal}, headlabel={e.dest_ordinal}")
-            if e.priority:
-                attrs.append(f"priority={e.priority}")
-            if e.is_distributed:
-                attrs.append("style=bold")
-            lines.append(f"  {quote(e.source.name)} -> {quote(e.destination.name)} [{', '.join(attrs)}];")
-        lines.append("}")
-        return "\n".join(lines)
+    def to_dot(
+        self, default_local_parallelism: int = -1, default_queue_size: int = DEFAULT_QUEUE_SIZE
+    ) -> str:
+        """The DAG in Graphviz DOT, as Jet's `toDotString`: a vertex's local parallelism (`default`
+        when the runner decides), an edge's routing and queue size, its ordinals where a vertex
+        has several edges on that side."""
+        return dag_to_dot(self, default_local_parallelism, default_queue_size)
 
     def __repr__(self) -> str:
         return f"DAG(vertices={list(self._vertices)}, edges={[e.name for e in self._edges]})"

@@ -50,6 +50,7 @@ class Edge:
         self.is_distributed = False
         self.priority = 0
         self.queue_size = DEFAULT_QUEUE_SIZE
+        self.queue_size_configured = False  # `to_dot` shows the job's default where not
 
     # ---- construction ---------------------------------------------------------------------
 
@@ -134,6 +135,7 @@ class Edge:
     def with_queue_size(self, size: int) -> Edge:
         """Capacity of each queue of this edge, in items."""
         self.queue_size = size
+        self.queue_size_configured = True
         return self
 
     @property

@@ -7,6 +7,7 @@ import pytest
 
 from jetspark.core import DAG, AbstractProcessor, DagValidationError, Edge, RoutingPolicy, Vertex
 from jetspark.core.edge import RESERVED_PRIORITY
+from jetspark.core.suppliers import ProcessorMetaSupplier
 
 
 class Noop(AbstractProcessor):
@@ -262,21 +263,49 @@ def test_edge_defaults_and_fluent_settings() -> None:
     assert Edge.between(a, b).partitioned(len).constant_key is None
 
 
-def test_dot_contains_every_vertex_and_edge() -> None:
+def test_dot_is_jets_text_for_every_vertex_and_edge() -> None:
+    """Jet's `toDotString`: ordinals only where a vertex has several edges on that side, priority
+    not shown, the queue size always, a quote in a name escaped."""
     dag, (src, left, right, sink) = dag_of("src", "left", 'say "hi"', "sink")
     dag.edge(Edge.from_(src, 0).to(left))
     dag.edge(Edge.from_(src, 1).to(right).broadcast().distributed())
     dag.edge(Edge.from_(left).to(sink, 0).partitioned(str).distributed().with_priority(1))
-    dag.edge(Edge.from_(right).to(sink, 1))
-    dot = dag.to_dot()
-    assert dot.startswith("digraph DAG {") and dot.rstrip().endswith("}")
-    for name in ['"src"', '"left"', r'"say \"hi\""', '"sink"']:
-        assert f"  {name} [localParallelism=" in dot
-    edge_lines = [line for line in dot.splitlines() if " -> " in line]
-    assert len(edge_lines) == 4
-    assert any(line.startswith('  "src" -> "left"') for line in edge_lines)
-    assert any(
-        line.startswith(r'  "src" -> "say \"hi\""') and "broadcast distributed" in line for line in edge_lines
+    dag.edge(Edge.from_(right).to(sink, 1).with_queue_size(7))
+    assert dag.to_dot() == (
+        "digraph DAG {\n"
+        '\t"src" [localParallelism=default];\n'
+        '\t"left" [localParallelism=default];\n'
+        '\t"say \\"hi\\"" [localParallelism=default];\n'
+        '\t"sink" [localParallelism=default];\n'
+        '\t"src" -> "left" [taillabel=0, queueSize=1024];\n'
+        '\t"src" -> "say \\"hi\\"" [label="distributed-broadcast", taillabel=1, queueSize=1024];\n'
+        '\t"left" -> "sink" [label="distributed-partitioned", headlabel=0, queueSize=1024];\n'
+        '\t"say \\"hi\\"" -> "sink" [headlabel=1, queueSize=7];\n'
+        "}"
     )
-    assert any(line.startswith('  "left" -> "sink"') and "priority=1" in line for line in edge_lines)
-    assert any(line.startswith(r'  "say \"hi\"" -> "sink"') and "headlabel=1" in line for line in edge_lines)
+
+
+def test_dot_shows_a_preferred_parallelism_capped_at_the_default() -> None:
+    dag = DAG()
+    dag.new_vertex("wants-3", ProcessorMetaSupplier.of(_Idle, preferred_local_parallelism=3))
+    dag.new_vertex("own-5", _Idle, 5)
+    dag.new_vertex("any", _Idle)
+    assert '"wants-3" [localParallelism=3]' in dag.to_dot()
+    assert '"wants-3" [localParallelism=2]' in dag.to_dot(2)
+    assert '"own-5" [localParallelism=5]' in dag.to_dot(2)
+    assert '"any" [localParallelism=2]' in dag.to_dot(2)
+
+
+class _Idle(AbstractProcessor):
+    pass
+
+
+def test_the_to_dot_example_of_the_docs_runs() -> None:
+    """docs/web-ui.md's `to_dot` block (its other blocks need a running job) asserts Jet's text."""
+    from pathlib import Path
+
+    from tests.docs_blocks import python_blocks
+
+    doc = Path(__file__).resolve().parents[3] / "docs" / "web-ui.md"
+    (block,) = [b for b in python_blocks(doc) if "to_dot()" in b.code]
+    exec(compile(block.code, str(doc), "exec"), {"__name__": "__main__"})
