@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from jetspark.core.suppliers import ProcessorMetaSupplier, SnapshotCommitter
 from jetspark.engine.snapshot import decode_entries
@@ -75,8 +75,7 @@ class SinkCommits:
                 committer = self._committer(vertex, slot)
                 if committer is None:
                     continue
-                snapshot = read_snapshot(store, manifest, partition_count, (vertex,))
-                entries = decode_entries(snapshot.data.get(vertex, []))
+                entries = _vertex_entries(store, manifest, partition_count, vertex)
                 self.committed[vertex] = self.committed.get(vertex, 0) + committer.commit(entries)
                 slot.failures = 0
             except Exception as failure:
@@ -100,8 +99,7 @@ class SinkCommits:
                 if committer is None:
                     continue
                 if manifest is not None and vertex in present:
-                    snapshot = read_snapshot(store, manifest, partition_count, (vertex,))
-                    committer.commit(decode_entries(snapshot.data.get(vertex, [])))
+                    committer.commit(_vertex_entries(store, manifest, partition_count, vertex))
                 discarded = committer.discard_pending()
             except Exception as failure:
                 _log.warning(
@@ -157,3 +155,11 @@ class SinkCommits:
                 committer.close()
             except Exception:
                 _log.debug("vertex %r: closing its driver-side committer failed", vertex, exc_info=True)
+
+
+def _vertex_entries(
+    store: CheckpointStore, manifest: Manifest, partition_count: int, vertex: str
+) -> list[tuple[Any, Any]]:
+    """The (key, value) entries `vertex`'s processors saved in `manifest`'s snapshot."""
+    snapshot = read_snapshot(store, manifest, partition_count, (vertex,))
+    return decode_entries(snapshot.data.get(vertex, []))
