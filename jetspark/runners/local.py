@@ -36,7 +36,7 @@ from jetspark.engine.tasklet import ProcessorTasklet
 from jetspark.environment import capture_if_asked
 from jetspark.planning.pipeline import PreparedDag, plan_execution, prepare
 from jetspark.planning.plan import ExecutionPlan
-from jetspark.runners import driver_lock, identity, snapshot_io, startpoints
+from jetspark.runners import driver_lock, identity, job_names, snapshot_io, startpoints
 from jetspark.runners.coordinator import (
     RestartLoop,
     Step,
@@ -588,20 +588,22 @@ class LocalRunner:
             elif initial is None and start.export is not None:
                 initial = start.loaded
         try:
-            job = LocalJob(
-                prepared,
-                config,
-                member_count,
-                self.batch_size,
-                self.snapshots,
-                self.max_restarts,
-                job_id=job_id,
-                name=name,
-                store=store,
-                record=record,
-            )
-            job.prepare_output(resuming=resumed is not None)
-            return job.start(resumed or initial)
+            # a named job without a store: its name runs once at a time in this process (Jet's rule)
+            with job_names.reserve(config.name if store is None else None) as hold:
+                job = LocalJob(
+                    prepared,
+                    config,
+                    member_count,
+                    self.batch_size,
+                    self.snapshots,
+                    self.max_restarts,
+                    job_id=job_id,
+                    name=name,
+                    store=store,
+                    record=record,
+                )
+                job.prepare_output(resuming=resumed is not None)
+                return hold(job.start(resumed or initial))
         except BaseException:
             if store is not None:  # nothing runs: another submit of the job may start it
                 driver_lock.release(store)

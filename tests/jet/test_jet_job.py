@@ -271,11 +271,6 @@ def test_JobTest__when_namedJobIsRunning_then_newNamedJobFails_member(tmp_path: 
         finish(job1)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=pytest.fail.Exception,
-    reason="without a checkpoint root a second job of a running job's name runs",
-)
 def test_JobTest__when_namedJobIsRunning_then_newNamedJobFails_member__withoutCheckpointRoot() -> None:
     config = JobConfig(name="job")
     job1 = started(submit(config))

@@ -19,6 +19,7 @@ from jetspark.core.dag import DAG
 from jetspark.core.edge import Edge
 from jetspark.core.errors import (
     DagValidationError,
+    JobAlreadyRunningError,
     JobCancelledError,
     JobFailedError,
     PartitioningError,
@@ -95,6 +96,22 @@ def test_cancel_stops_the_spark_job(spark: Any) -> None:
         job.join(60)
     assert job.status is JobStatus.CANCELLED
     assert active_jobs(spark) == []
+
+
+def test_a_named_jobs_name_runs_once_at_a_time_and_is_free_after_a_cancel(spark: Any) -> None:
+    """Without a checkpoint store the process keeps the rule Jet keeps for named jobs."""
+    runner = SparkRunner(spark)
+    job = runner.submit(dags.endless(), JobConfig(name="named", member_count=2))
+    try:
+        with pytest.raises(JobAlreadyRunningError, match=r"^job 'named' is running in this process already"):
+            runner.submit(dags.linear(10), JobConfig(name="named", member_count=2))
+    finally:
+        job.cancel()
+    with pytest.raises(JobCancelledError):
+        job.join(60)
+    again = runner.submit(dags.linear(10), JobConfig(name="named", member_count=2))
+    again.join(120)
+    assert again.status is JobStatus.COMPLETED
 
 
 def test_a_failing_supplier_closes_the_stage_processors_made_before_it(spark: Any, tmp_path: Path) -> None:

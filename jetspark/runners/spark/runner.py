@@ -45,6 +45,7 @@ from jetspark.engine.outbox_impl import DEFAULT_BATCH_SIZE
 from jetspark.environment import capture_if_asked
 from jetspark.planning.pipeline import PreparedDag, plan_execution, prepare
 from jetspark.planning.plan import ExecutionPlan
+from jetspark.runners import job_names
 from jetspark.runners.coordinator import (
     RestartLoop,
     Step,
@@ -322,7 +323,9 @@ class SparkRunner:
                 return CompletedBefore(record)  # type: ignore[return-value]
             job_id = record.job_id
         try:
-            return self._start(prepared, config, job_id, store, initial, record)
+            # a named job without a store: its name runs once at a time in this process (Jet's rule)
+            with job_names.reserve(config.name if store is None else None) as hold:
+                return hold(self._start(prepared, config, job_id, store, initial, record))
         except BaseException:
             if store is not None:  # nothing runs: another submit of the job may start it
                 from jetspark.runners import driver_lock
