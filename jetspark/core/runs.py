@@ -9,14 +9,16 @@ prepared (that run's snapshot may be committed, and its transactions still to be
 
 `<epoch, 8 hex><wall clock ns, 16 hex><random, 4 hex>`: fixed width, so the string order is the
 order of (epoch, start time). Runs of a later epoch sort after every run of an earlier one
-whatever the clocks say; within an epoch, a driver's runs are made one after the other, and a new
-driver's first run comes seconds after the old driver's last.
+whatever the clocks say; within an epoch, a driver's runs are made one after the other (each
+above the last this process made, should the wall clock step back), and a new driver's first run
+comes seconds after the old driver's last.
 """
 
 from __future__ import annotations
 
 import re
 import secrets
+import threading
 import time
 
 _ORDERED = re.compile(r"[0-9a-f]{28}")
@@ -24,9 +26,17 @@ _ORDERED = re.compile(r"[0-9a-f]{28}")
 _ORDER_CHARS = 24
 
 
+_last_ns = 0
+_last_lock = threading.Lock()
+
+
 def ordered_run_id(epoch: int) -> str:
     """A new run id for a run of `epoch`, above every id made before for that epoch or an earlier one."""
-    return f"{epoch:08x}{time.time_ns():016x}{secrets.token_hex(2)}"
+    global _last_ns
+    with _last_lock:
+        _last_ns = max(time.time_ns(), _last_ns + 1)  # a clock stepped back by NTP stays behind
+        stamp = _last_ns
+    return f"{epoch:08x}{stamp:016x}{secrets.token_hex(2)}"
 
 
 def is_ordered(run: str) -> bool:

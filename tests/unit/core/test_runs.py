@@ -3,6 +3,7 @@ is newer; anything that is not an ordered id is never newer."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -15,6 +16,16 @@ def test_a_run_made_later_for_the_same_epoch_is_newer() -> None:
     assert is_newer_run(second, first)
     assert not is_newer_run(first, second)
     assert not is_newer_run(first, first)
+
+
+def test_a_later_run_is_newer_when_the_wall_clock_steps_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """NTP may set the clock back between two runs of an epoch in one driver: the later run must
+    still sort after the earlier, or a late task of the aborted run would roll back the rerun's
+    transactions."""
+    clock = iter([2_000_000_000_000_000_000, 1_000_000_000_000_000_000, 1_000_000_000_000_000_000])
+    monkeypatch.setattr("jetspark.core.runs.time.time_ns", lambda: next(clock))
+    first, second, third = ordered_run_id(3), ordered_run_id(3), ordered_run_id(3)
+    assert is_newer_run(second, first) and is_newer_run(third, second)
 
 
 @given(st.integers(0, 2**32 - 2), st.integers(1, 1000))
