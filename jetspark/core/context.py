@@ -85,6 +85,24 @@ class ProcessorContext(SupplierContext):
     processor_partitions: tuple[int, ...]
     #: Free-form values a runner may pass to processors (for example a checkpoint directory).
     attributes: dict[str, Any] = attrs.field(factory=dict)
+    #: (index, count) among the vertex's processors that run, when some members run none of them
+    #: (a meta supplier gave them no supplier, such as `FirstMemberOnly`); None: every member runs
+    #: the vertex. See `running_processor_index`.
+    running: tuple[int, int] | None = None
+
+    @property
+    def running_processor_index(self) -> int:
+        """This processor's place among the vertex's processors that run, from 0 to
+        `running_processor_count - 1`: what a source dealing out its input among the vertex's
+        processors deals by. `global_processor_index` and `total_parallelism` count a processor
+        for every member, also members that run none of the vertex (as in Jet), so a slice by
+        them would leave the missing processors' share unread."""
+        return self.global_processor_index if self.running is None else self.running[0]
+
+    @property
+    def running_processor_count(self) -> int:
+        """How many processors of the vertex run (see `running_processor_index`)."""
+        return self.total_parallelism if self.running is None else self.running[1]
 
     @property
     def in_epochs(self) -> bool:

@@ -74,8 +74,8 @@ class _FileSourceP(AbstractProcessor):
         mine = deal(
             list(self._all_splits),
             list(self._weights),
-            context.global_processor_index,
-            context.total_parallelism,
+            context.running_processor_index,
+            context.running_processor_count,
         )
         self._todo = {split.key: (split, self._reader.first_position(split)) for split in mine}
 

@@ -57,11 +57,11 @@ class _PostgresTableP(AbstractProcessor):
         from psycopg.rows import dict_row
 
         edges = (None, *self.boundaries, None)
-        total = context.total_parallelism
+        total = context.running_processor_count
         self.splits = [
             [i, edges[i], edges[i + 1], None, False]
             for i in range(len(edges) - 1)
-            if i % total == context.global_processor_index
+            if i % total == context.running_processor_index
         ]
         self._conn = psycopg.connect(self.dsn, autocommit=True, row_factory=dict_row)
 

@@ -68,7 +68,7 @@ class _SlicedSource(AbstractProcessor):
     factory = "source"
 
     def init_processor(self, context: ProcessorContext) -> None:
-        self._slices = [_Slice(context.global_processor_index, context.total_parallelism)]
+        self._slices = [_Slice(context.running_processor_index, context.running_processor_count)]
         self._restored = False
         self._saved = 0
 

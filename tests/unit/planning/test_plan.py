@@ -130,6 +130,22 @@ def test_a_member_without_supplier_runs_no_processor_of_the_vertex() -> None:
     assert create_processors(plan, "v", 1) == []
 
 
+def test_running_processor_index_counts_only_the_processors_that_run() -> None:
+    """Members 0 and 2 of 3 run the vertex (2 each): the global index and total parallelism
+    count member 1's two processors too (as Jet's do); the running index and count do not, so
+    a source dealing its input by them leaves nothing unread."""
+    dag = DAG()
+    dag.vertex(Vertex("v", Preferring(absent=[1]), 2))
+    plan = build_plan(dag, JobConfig(), 3)
+    contexts = [plan.processor_context("v", m, i) for m, i in plan.vertex_plan("v").processor_ids()]
+    assert [c.global_processor_index for c in contexts] == [0, 1, 4, 5]
+    assert {c.total_parallelism for c in contexts} == {6}
+    assert [c.running_processor_index for c in contexts] == [0, 1, 2, 3]
+    assert {c.running_processor_count for c in contexts} == {4}
+    every = build_plan(two_vertices()[0], JobConfig(), 2).processor_context("up", 1, 1)
+    assert (every.running_processor_index, every.running_processor_count) == (3, 4)
+
+
 class WrongCount(ProcessorSupplier):
     def get(self, count: int) -> list[Noop]:
         return [Noop() for _ in range(count + 1)]

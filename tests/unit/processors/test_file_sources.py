@@ -293,3 +293,16 @@ def test_a_suspended_parquet_source_resumes_exactly_once(tmp_path: Path) -> None
     counts = Counter(row["id"] for row in job.result("sink"))
     assert set(counts) == {row["id"] for row in rows}
     assert max(counts.values()) == 1
+
+
+@pytest.mark.parametrize("lp", [1, 2])
+def test_behind_first_member_only_every_file_is_read_once(tmp_path: Path, lp: int) -> None:
+    """Only the first of 3 members runs the source: its processors deal the files among
+    themselves, not among the 3 x lp processors the global index counts (whose shares nobody
+    would read)."""
+    from jetspark.core.suppliers import FirstMemberOnly
+
+    for n in range(7):
+        write_lines(tmp_path / f"part-{n}.txt", [f"{n}-{i}" for i in range(5)])
+    got = read_all(FirstMemberOnly(P.read_text(str(tmp_path))), members=3, lp=lp)
+    assert sorted(got) == sorted(f"{n}-{i}" for n in range(7) for i in range(5))
