@@ -6,7 +6,7 @@ parallelism). A processor polls its files every `poll_millis`, reads what was ap
 offset and emits every complete line (a line without its newline yet waits for it). Its snapshot
 state is, per file, the byte offset after the last line it emitted: a restored job reads on from
 there, so with EXACTLY_ONCE each line is emitted once into the committed output. Files must only
-grow; a file that shrinks is an error naming it. The interface (poll, emit, save `offset` per
+grow; a file that shrinks is an error naming it; a file deleted is forgotten at the next poll. The interface (poll, emit, save `offset` per
 `split`) is the one a Kafka source fits too: a split is a topic partition, the offset its position.
 
 Startpoints (`jetspark.checkpoint.startpoints`): a split is a file name. At start, after its
@@ -174,12 +174,21 @@ class _DirectoryStreamP(AbstractProcessor):
             names = sorted(os.listdir(self.directory))
         except FileNotFoundError:
             return False
+        self._forget_deleted(names)
         for name in names:
             if fnmatch.fnmatch(name, self.pattern) and not name.startswith(".") and self._owns(name):
                 self._read(name)
                 if self._pending and not self._flush_pending():
                     return False
         return False  # a stream: it never completes
+
+    def _forget_deleted(self, names: list[str]) -> None:
+        """Drop what is kept of files no longer in the directory (as Jet's file watcher does on a
+        delete): rotated logs would otherwise grow the state and every snapshot for ever, and a
+        file made again under the name is read from its start."""
+        for gone in self.offsets.keys() - set(names):
+            del self.offsets[gone]
+            self._file_formats.pop(gone, None)
 
     def _read(self, name: str) -> None:
         path = os.path.join(self.directory, name)

@@ -23,8 +23,8 @@ Differences:
 - `when_watchedDirDeleted_then_complete`: Jet's processor completes when its directory is
   deleted; `directory_stream` never completes (its docstring and docs/files.md, "Following a
   directory"): it goes on calling and emits nothing, which the port checks.
-- `when_fileDeleted_then_seeDeletion`: Jet drops the offset of a deleted file; jetspark keeps it,
-  and saves it in every snapshot (a strict xfail).
+- `when_fileDeleted_then_seeDeletion`: as Jet's, the processor drops a deleted file's offset
+  (at its next poll of the directory), so snapshots no longer save it.
 
 Skipped: none.
 """
@@ -33,8 +33,6 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from jetspark import processors as P
 from jetspark.core.processor import Processor
@@ -177,11 +175,6 @@ def test_StreamFilesPTest__when_fileModifiedButNotAppended_then_seeNoLines(tmp_p
     assert len(driver.lines) == LINE_COUNT
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="directory_stream keeps (and snapshots) the offset of a file that was deleted",
-)
 def test_StreamFilesPTest__when_fileDeleted_then_seeDeletion(tmp_path: Path) -> None:
     """Jet's processor knows the file at once; jetspark's once it has read it."""
     file = tmp_path / "a.txt"

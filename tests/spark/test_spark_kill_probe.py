@@ -40,7 +40,7 @@ if not os.path.exists(marker):
 runpy.run_module("pyspark.daemon", run_name="__main__")
 '''
 
-DRIVER = '''
+DRIVER = """
 import json
 import os
 import sys
@@ -75,7 +75,7 @@ print(json.dumps({
     "last_abort": job.last_abort,
 }), flush=True)
 os._exit(0)
-'''
+"""
 
 
 @pytest.mark.xfail(
