@@ -170,6 +170,12 @@ def _close_unused(processor: Processor, vertex: str, member: int, index: int) ->
 BACKPRESSURED_MS = "backpressured_ms"
 
 
+def processor_metric(name: str) -> str:
+    """The name a processor's own counter is reported under: `user.<name>` where the engine has
+    a figure of that name (Jet keeps such user metrics apart too), so it never adds into it."""
+    return f"user.{name}" if name in ENGINE_METRICS else name
+
+
 def tasklet_metrics(tasklets: Iterable[ProcessorTasklet]) -> dict[str, dict[str, int]]:
     """Per vertex: items `received` and `emitted`, milliseconds back-pressured
     (`BACKPRESSURED_MS`), and the processors' own counters (`Processor.custom_metrics`, such as
@@ -181,6 +187,7 @@ def tasklet_metrics(tasklets: Iterable[ProcessorTasklet]) -> dict[str, dict[str,
         slot["emitted"] += tasklet.outbox.emitted_count
         slot[BACKPRESSURED_MS] += int(tasklet.outbox.backpressured_seconds() * 1000)
         for name, value in tasklet.processor.custom_metrics().items():
+            name = processor_metric(name)
             slot[name] = slot.get(name, 0) + value
         if tasklet.stall_warnings:  # the quiescence check's warnings (docs/quiescence.md)
             slot["stall_warnings"] = slot.get("stall_warnings", 0) + tasklet.stall_warnings
@@ -192,6 +199,10 @@ def tasklet_metrics(tasklets: Iterable[ProcessorTasklet]) -> dict[str, dict[str,
 WATERMARK_FIGURES = ("upstream_watermark", "input_watermark", "output_watermark")
 #: ... and items pending, summed: in inbound queues, in inboxes, in outboxes.
 PENDING_FIGURES = ("queued", "inbox", "outbox")
+#: Names of the engine's own per-vertex figures (`tasklet_metrics`' counters, these gauges).
+ENGINE_METRICS = frozenset(
+    ("received", "emitted", BACKPRESSURED_MS, "stall_warnings", *WATERMARK_FIGURES, *PENDING_FIGURES)
+)
 
 
 def tasklet_status(tasklets: Iterable[ProcessorTasklet]) -> dict[str, dict[str, int]]:

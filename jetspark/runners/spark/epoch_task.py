@@ -27,6 +27,7 @@ from jetspark.core.processor import Processor
 from jetspark.engine.snapshot import BROADCAST_PARTITION, SnapshotContext, SnapshotData, SnapshotEntry
 from jetspark.engine.tasklet import ProcessorTasklet
 from jetspark.planning.plan import ExecutionPlan
+from jetspark.runners.member import processor_metric
 from jetspark.runners.snapshot_io import (
     FileName,
     holds_only_its_writers_partitions,
@@ -219,6 +220,7 @@ class EpochTask:
                 baseline = self._counted_before.setdefault(vertex, {})
                 for processor in processors:  # their own counters so far were reported already
                     for name, value in processor.custom_metrics().items():
+                        name = processor_metric(name)
                         baseline[name] = baseline.get(name, 0) + value
             elif processors is not None:
                 state_cache.close_all(processors, vertex)
