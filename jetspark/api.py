@@ -159,7 +159,12 @@ def _wait(job: JobHandle, config: JobConfig, server: Any, timeout: float | None)
             raise
         if config.snapshots_enabled and job.capabilities().can_suspend:
             job.suspend()  # the caller says so, in one line (jetspark run: `jetspark: interrupted; ...`)
-            raise KeyboardInterrupt(f"job {job.name!r} suspended: run it again to resume") from None
+            if config.checkpoint_root is not None:
+                raise KeyboardInterrupt(f"job {job.name!r} suspended: run it again to resume") from None
+            raise KeyboardInterrupt(
+                f"job {job.name!r} suspended: its snapshot is kept in this process only (no checkpoint_root), "
+                "so running it again starts from the beginning"
+            ) from None
         job.cancel()
         raise KeyboardInterrupt(f"job {job.name!r} cancelled") from None
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -85,10 +86,9 @@ class ProcessorContext(SupplierContext):
     processor_partitions: tuple[int, ...]
     #: Free-form values a runner may pass to processors (for example a checkpoint directory).
     attributes: dict[str, Any] = attrs.field(factory=dict)
-    #: (index, count) among the vertex's processors that run, when some members run none of them
-    #: (a meta supplier gave them no supplier, such as `FirstMemberOnly`); None: every member runs
-    #: the vertex. See `running_processor_index`.
-    running: tuple[int, int] | None = None
+    #: The members that run processors of the vertex, when not every member does (a meta
+    #: supplier gave the others no supplier, such as `FirstMemberOnly`); None: every member.
+    running_members: tuple[int, ...] | None = None
 
     @property
     def running_processor_index(self) -> int:
@@ -97,12 +97,31 @@ class ProcessorContext(SupplierContext):
         processors deals by. `global_processor_index` and `total_parallelism` count a processor
         for every member, also members that run none of the vertex (as in Jet), so a slice by
         them would leave the missing processors' share unread."""
-        return self.global_processor_index if self.running is None else self.running[0]
+        if self.running_members is None:
+            return self.global_processor_index
+        return (
+            self.running_members.index(self.member_index) * self.local_parallelism
+            + self.local_processor_index
+        )
 
     @property
     def running_processor_count(self) -> int:
         """How many processors of the vertex run (see `running_processor_index`)."""
-        return self.total_parallelism if self.running is None else self.running[1]
+        members = self.member_count if self.running_members is None else len(self.running_members)
+        return members * self.local_parallelism
+
+    def restores_partition(self, partition: int) -> bool:
+        """True when a restore hands this processor the snapshot entries of key `partition`: its
+        owner's (`processor_partitions`), or, when the owner's member runs no processor of the
+        vertex, the running processor that adopts them (`adopting_processor`). A processor that
+        chooses its work by key partition (a file per name) chooses by this, so that what it
+        saves comes back to it."""
+        lp = self.local_parallelism
+        owner = (partition % self.member_count) * lp + (partition // self.member_count) % lp
+        if self.running_members is not None and owner // lp not in self.running_members:
+            live = [m * lp + i for m in self.running_members for i in range(lp)]
+            owner = adopting_processor(owner, live)
+        return owner == self.global_processor_index
 
     @property
     def in_epochs(self) -> bool:
@@ -114,3 +133,10 @@ class ProcessorContext(SupplierContext):
         taken its open transaction, so that the driver's commit covers it too.
         """
         return bool(self.attributes.get(EPOCHS_ATTRIBUTE, False))
+
+
+def adopting_processor(orphan: int, live: Sequence[int]) -> int:
+    """The processor (global index, among `live`, sorted) that restores the entries of processor
+    `orphan`, which does not run (its member runs none of the vertex, or it completed): the same
+    choice on every member and runner."""
+    return live[orphan % len(live)]

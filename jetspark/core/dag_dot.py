@@ -46,7 +46,9 @@ def dag_to_dot(
 
 
 def _escape(name: str) -> str:
-    return name.replace('"', '\\"')
+    """Jet escapes the quotes only; a backslash is doubled too, or a name ending in one (a
+    Windows directory) would escape its closing quote and leave the DOT unreadable."""
+    return name.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def _parallelism(vertex: Vertex, default: int) -> str:

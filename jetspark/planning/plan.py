@@ -124,15 +124,13 @@ class ExecutionPlan:
         vp = self.vertices[vertex]
         lp = vp.local_parallelism
         members = vp.members()
-        running = None
-        if len(members) != self.arrangement.member_count:  # some members run none of the vertex
-            running = (members.index(member) * lp + local_index, len(members) * lp)
         return ProcessorContext(
             **self._supplier_context_fields(vp, member),
             local_processor_index=local_index,
             global_processor_index=member * lp + local_index,
             processor_partitions=self.arrangement.processor_partitions(member, local_index, lp),
-            running=running,
+            # some members may run none of the vertex
+            running_members=None if len(members) == self.arrangement.member_count else tuple(members),
         )
 
     def supplier_context(self, vertex: str, member: int) -> SupplierContext:

@@ -6,7 +6,8 @@ parallelism). A processor polls its files every `poll_millis`, reads what was ap
 offset and emits every complete line (a line without its newline yet waits for it). Its snapshot
 state is, per file, the byte offset after the last line it emitted: a restored job reads on from
 there, so with EXACTLY_ONCE each line is emitted once into the committed output. Files must only
-grow; a file that shrinks is an error naming it; a file deleted is forgotten at the next poll. The interface (poll, emit, save `offset` per
+grow; a file that shrinks is an error naming it; a file deleted is forgotten at the next poll; a
+name that comes to name another file (another inode, or other first bytes) is read from its start. The interface (poll, emit, save `offset` per
 `split`) is the one a Kafka source fits too: a split is a topic partition, the offset its position.
 
 Startpoints (`jetspark.checkpoint.startpoints`): a split is a file name. At start, after its
@@ -47,6 +48,10 @@ if TYPE_CHECKING:  # fsspec is needed only by jobs that keep snapshots
 _FILE = "file"
 
 
+#: Bytes at the start of a file that tell it from another file made under its name.
+HEAD_BYTES = 64
+
+
 class _DirectoryStreamP(AbstractProcessor):
     waits_for_data = True
 
@@ -71,6 +76,11 @@ class _DirectoryStreamP(AbstractProcessor):
         self.poll = poll_millis / 1000
         self.max_line_bytes = max_line_bytes
         self.offsets: dict[str, int] = {}
+        #: Per file, the inode its offset was read from and its first bytes (up to `HEAD_BYTES`): a
+        #: name that now names another file (a log renamed away and made again, a file deleted
+        #: and written anew, perhaps on the same inode) is read from its start.
+        self._inodes: dict[str, int] = {}
+        self._heads: dict[str, bytes] = {}
         self._next_poll = 0.0
         #: Units read but not emitted yet (raw lines without their newline, or Parquet rows), and their file.
         self._pending: list[Any] = []
@@ -82,6 +92,7 @@ class _DirectoryStreamP(AbstractProcessor):
     def init_processor(self, context: ProcessorContext) -> None:
         self._bad.init(context.vertex_name, self.outbox)
         self._mine = frozenset(context.processor_partitions)
+        self._adopts = context.running_members is not None
         self._partition_count = context.partition_count
         if STARTPOINTS_ATTRIBUTE in context.attributes:
             from jetspark.checkpoint.startpoint_source import SourceStartpoints
@@ -159,7 +170,10 @@ class _DirectoryStreamP(AbstractProcessor):
         return True
 
     def _owns(self, name: str) -> bool:
-        return entry_partition((_FILE, name), self._partition_count) in self._mine
+        """The file is this processor's when a restore hands it the file's offset (behind
+        `FirstMemberOnly` that includes the partitions of members that run no processor)."""
+        partition = entry_partition((_FILE, name), self._partition_count)
+        return partition in self._mine or (self._adopts and self.context.restores_partition(partition))
 
     def complete(self) -> bool:
         if not self._started:
@@ -187,17 +201,51 @@ class _DirectoryStreamP(AbstractProcessor):
         delete): rotated logs would otherwise grow the state and every snapshot for ever, and a
         file made again under the name is read from its start."""
         for gone in self.offsets.keys() - set(names):
-            del self.offsets[gone]
-            self._file_formats.pop(gone, None)
+            self._forget(gone)
+
+    def _forget(self, name: str) -> None:
+        self.offsets.pop(name, None)
+        self._inodes.pop(name, None)
+        self._heads.pop(name, None)
+        self._file_formats.pop(name, None)
+
+    def _same_head(self, name: str, path: str) -> bool:
+        """Whether the file still starts with the bytes it started with when first read (read
+        only when it has changed size); remembers them on the first read."""
+        head = self._heads.get(name)
+        with open(path, "rb") as file:
+            now = file.read(HEAD_BYTES if head is None else len(head))
+        if head is None:
+            self._heads[name] = now
+            return True
+        return now == head
+
+    def _same_file(self, name: str, path: str) -> bool:
+        """Whether `name` still names the file its offset was read from (by inode; a file not
+        seen yet is taken as it is). False when it is gone; a replaced file is forgotten, so
+        it is read from its start."""
+        try:
+            inode = os.stat(path).st_ino
+        except FileNotFoundError:
+            return False
+        if self._inodes.get(name, inode) != inode:
+            self._forget(name)
+        self._inodes[name] = inode
+        return True
 
     def _read(self, name: str) -> None:
         path = os.path.join(self.directory, name)
+        if not self._same_file(name, path):
+            return
         if isinstance(self.format, ParquetFormat):
             self._read_parquet(name, path, self.format)
             return
         offset = self.offsets.get(name, 0)
         try:
             size = os.path.getsize(path)
+            if size != offset and not self._same_head(name, path):
+                self._forget(name)  # another file under the name (its inode reused): from its start
+                offset = 0
         except FileNotFoundError:
             return
         if size < offset:
@@ -295,7 +343,11 @@ class _DirectoryStreamP(AbstractProcessor):
         if self._saving is None:
             if self._startpoints is not None:
                 self._startpoints.saved(self.offsets)
-            self._saving = [((_FILE, name), offset) for name, offset in self.offsets.items()]
+            inodes, heads = self._inodes, self._heads
+            self._saving = [
+                ((_FILE, name), (offset, inodes.get(name), heads.get(name)))
+                for name, offset in self.offsets.items()
+            ]
         while self._saving:
             key, value = self._saving[-1]
             if not self.try_emit_to_snapshot(key, value):
@@ -305,7 +357,12 @@ class _DirectoryStreamP(AbstractProcessor):
         return True
 
     def restore_from_snapshot_entry(self, key: Any, value: Any) -> None:
-        self.offsets[key[1]] = value
+        offset, inode, head = value if isinstance(value, tuple) else (value, None, None)  # older: an offset
+        self.offsets[key[1]] = offset
+        if inode is not None:
+            self._inodes[key[1]] = inode
+        if head is not None:
+            self._heads[key[1]] = head
 
 
 def _end_of_last_line(path: str, chunk: int = 1 << 16) -> int:

@@ -249,7 +249,8 @@ class LocalJob(JobHandle):
                 identity.take_back(self.store, self.record)  # another driver may have taken it meanwhile
             previous, self.member_count = self.member_count, count
             try:
-                return self.start(self.committed_snapshot())
+                with job_names.reserve(self.config.name, resuming=self) as hold:
+                    return hold(self.start(self.committed_snapshot()))
             except BaseException:
                 self.member_count = previous  # the handle stays as it was: suspended, as counted
                 if self.store is not None:  # still suspended: a later submit may resume the job
@@ -544,9 +545,13 @@ class LocalRunner:
         is then a `CompletedBefore`, unless `JobConfig.start_over`."""
         config = attrs.evolve(config) if config is not None else JobConfig()  # a copy: later edits stay out
         capture_if_asked(dag, config)  # `jetspark dag job.py`: show the DAG, run nothing
-        member_count = config.member_count or self.member_count or 1
         prepared = prepare(dag, config)  # the job's only validation; fused and cut once
         check_checkpoint_paths(config)
+        with job_names.reserve(config.name) as hold:  # a name runs once at a time in a process (Jet's rule)
+            return hold(self._start(prepared, config))
+
+    def _start(self, prepared: PreparedDag, config: JobConfig) -> LocalJob:
+        member_count = config.member_count or self.member_count or 1
         initial = None
         if config.initial_snapshot_name is not None:
             initial = self.snapshots.get(config.initial_snapshot_name)
@@ -588,22 +593,20 @@ class LocalRunner:
             elif initial is None and start.export is not None:
                 initial = start.loaded
         try:
-            # a named job without a store: its name runs once at a time in this process (Jet's rule)
-            with job_names.reserve(config.name if store is None else None) as hold:
-                job = LocalJob(
-                    prepared,
-                    config,
-                    member_count,
-                    self.batch_size,
-                    self.snapshots,
-                    self.max_restarts,
-                    job_id=job_id,
-                    name=name,
-                    store=store,
-                    record=record,
-                )
-                job.prepare_output(resuming=resumed is not None)
-                return hold(job.start(resumed or initial))
+            job = LocalJob(
+                prepared,
+                config,
+                member_count,
+                self.batch_size,
+                self.snapshots,
+                self.max_restarts,
+                job_id=job_id,
+                name=name,
+                store=store,
+                record=record,
+            )
+            job.prepare_output(resuming=resumed is not None)
+            return job.start(resumed or initial)
         except BaseException:
             if store is not None:  # nothing runs: another submit of the job may start it
                 driver_lock.release(store)

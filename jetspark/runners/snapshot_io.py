@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from jetspark.core.context import adopting_processor
 from jetspark.engine.gc_pause import gc_paused
 from jetspark.engine.snapshot import (
     BROADCAST_PARTITION,
@@ -366,8 +367,13 @@ def read_shares(
     for vertex in vertices:
         if vertex not in present:
             continue
-        lp = plan.vertices[vertex].local_parallelism
-        adopted = adopters(vertex, lp * plan.member_count, completed)
+        vp = plan.vertices[vertex]
+        lp = vp.local_parallelism
+        # members that run no processor of the vertex (FirstMemberOnly): their share is adopted too
+        absent = [
+            (vertex, m * lp + i) for m in range(plan.member_count) if m not in vp.members() for i in range(lp)
+        ]
+        adopted = adopters(vertex, lp * plan.member_count, [*completed, *absent])
         mine = member_processors(member, lp)
         whose = {*mine, *(orphan for orphan, adopter in adopted.items() if adopter in mine)}
         wanted = restored_partitions(arrangement, lp, whose) | {BROADCAST_PARTITION}
@@ -380,11 +386,11 @@ def read_shares(
 
 def adopters(vertex: str, total: int, completed: Collection[tuple[str, int]]) -> dict[int, int]:
     """For each completed processor of `vertex`: the live processor that adopts its entries."""
-    done = sorted(index for name, index in completed if name == vertex)
+    done = sorted({index for name, index in completed if name == vertex})
     live = [index for index in range(total) if index not in set(done)]
     if not live:
         return {}
-    return {orphan: live[orphan % len(live)] for orphan in done}
+    return {orphan: adopting_processor(orphan, live) for orphan in done}
 
 
 def _readdressed(

@@ -14,6 +14,7 @@ from itertools import chain
 from typing import Any
 
 from jetspark.core.config import ProcessingGuarantee
+from jetspark.core.context import adopting_processor
 from jetspark.core.edge import RoutingPolicy
 from jetspark.core.errors import JobFailedError
 from jetspark.core.processor import Processor
@@ -67,8 +68,17 @@ RoutedEntries = tuple[dict[int, list[SnapshotEntry]], list[SnapshotEntry]]
 def route_snapshot_entries(data: SnapshotData, plan: ExecutionPlan, vertex: str) -> RoutedEntries:
     """Split a vertex's snapshot entries once: keyed entries by the global index of the processor
     that owns their partition under `plan`, and the broadcast entries (for everyone). Entries carry
-    the partition they were offered with, under the plan's partition count."""
-    return route_entries(data.get(vertex, ()), plan.arrangement, plan.vertices[vertex].local_parallelism)
+    the partition they were offered with, under the plan's partition count. The entries of a
+    member that runs no processor of the vertex go to the running processor that adopts them
+    (`adopting_processor`), as on Spark (`snapshot_io.read_shares`)."""
+    vp = plan.vertices[vertex]
+    keyed, broadcast = route_entries(data.get(vertex, ()), plan.arrangement, vp.local_parallelism)
+    live = [member * vp.local_parallelism + index for member, index in vp.processor_ids()]
+    if live and len(live) != plan.arrangement.member_count * vp.local_parallelism:
+        running = set(live)
+        for orphan in [owner for owner in keyed if owner not in running]:
+            keyed.setdefault(adopting_processor(orphan, live), []).extend(keyed.pop(orphan))
+    return keyed, broadcast
 
 
 def restore_entries_for(

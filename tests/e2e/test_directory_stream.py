@@ -71,10 +71,27 @@ def test_a_line_without_its_newline_waits_for_it(tmp_path: Path) -> None:
 
 
 def test_a_file_that_shrinks_fails_the_job_naming_it(tmp_path: Path) -> None:
+    """Cut short, keeping its first bytes: the same file, shrunk (a file that starts otherwise is
+    another file under the name, read from its start: the next test)."""
     path = tmp_path / "a.log"
-    append(path, ["one", "two"])
+    first = "a" * 70
+    append(path, [first, "two"])
     job = LocalRunner(1).submit(tail_dag(tmp_path), JobConfig())
     wait_until(lambda: len(job.result("sink")) == 2)
-    path.write_text("x\n")
+    with open(path, "r+b") as file:
+        file.truncate(len(first) + 1)
     with pytest.raises(JobFailedError, match=r"a\.log shrank"):
         job.join(30)
+
+
+def test_a_file_written_anew_under_its_name_is_read_from_its_start(tmp_path: Path) -> None:
+    """Truncated and written again (logrotate's copytruncate), perhaps on its old inode: it starts
+    with other bytes, so it is another file, read from its start, not failed as shrunk."""
+    path = tmp_path / "a.log"
+    append(path, ["one", "two", "three"])
+    job = LocalRunner(1).submit(tail_dag(tmp_path), JobConfig())
+    wait_until(lambda: len(job.result("sink")) == 3)
+    path.write_text("x\n")
+    wait_until(lambda: len(job.result("sink")) == 4 or job.ended)
+    assert job.result("sink")[3:] == ["x"], job.error
+    job.cancel()

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+import attrs
 import pytest
 
 from jetspark.checkpoint import CheckpointStore
@@ -397,3 +398,26 @@ def test_a_job_whose_source_runs_on_one_member_suspends_and_cancels_between_epoc
     )
     job.cancel(timeout=90)  # raises "did not cancel" if the commit-only pass does not end
     assert job.status is JobStatus.CANCELLED
+
+
+def test_a_first_member_only_source_goes_on_across_epochs_with_its_slice_saved_on_another_member(
+    spark: Any, tmp_path: Path
+) -> None:
+    """`FirstMemberOnly` runs the source on member 0 of 3; its one slice's key falls in a
+    partition of member 2 (checked below), which runs no processor of it. Each epoch's restore
+    must hand the slice to member 0 (adopted, as the local runner does), or the source starts
+    each epoch with no slice and the rest of the stream is lost."""
+    from jetspark.core.suppliers import FirstMemberOnly
+    from jetspark.engine.snapshot import entry_partition
+
+    assert entry_partition(("slice", 0, 1), 271) % 3 == 2
+    gate = Gate(tmp_path / "gate", hold_at=1500)
+    dag = counting_dag(gate=gate)
+    dag.get_vertex("source").meta_supplier = FirstMemberOnly(gated_stream(gate, count=3000))
+    config = attrs.evolve(epochs(tmp_path / "ck", interval=200), member_count=3)
+    job = SparkRunner(spark).submit(dag, config)
+    wait_until(lambda: job.epochs_committed >= 2 or job.status is not JobStatus.RUNNING, timeout=120)
+    gate.open()
+    job.join(180)
+    assert sorted(job.result("sink")) == EXPECTED
+    assert job.metrics()["source"]["emitted"] == 3000

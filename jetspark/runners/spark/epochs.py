@@ -33,7 +33,7 @@ from jetspark.core.runs import ordered_run_id
 from jetspark.ctrl_c import wait_for
 from jetspark.planning.pipeline import PreparedDag
 from jetspark.planning.plan import ExecutionPlan
-from jetspark.runners import driver_lock
+from jetspark.runners import driver_lock, job_names
 from jetspark.runners.coordinator import (
     RestartLoop,
     Step,
@@ -191,9 +191,10 @@ class EpochJob(SparkHandle):
             take_back(self.store, self.record)  # another driver may have taken it meanwhile
             try:
                 fan_out(self.config, self.store.job, self.plan)  # startpoints set while it was suspended
-                self._request = None
-                self._finished.clear()
-                return self.start()  # type: ignore[return-value]
+                with job_names.reserve(self.config.name, resuming=self) as hold:
+                    self._request = None
+                    self._finished.clear()
+                    return hold(self.start())  # type: ignore[return-value]
             except BaseException:
                 self._finished.set()  # still suspended: `join` must not wait for a run that never began
                 driver_lock.release(self.store)  # and a later submit may resume the job

@@ -311,6 +311,10 @@ class SparkRunner:
         capture_if_asked(dag, config)  # `jetspark dag job.py`: show the DAG, run nothing
         prepared = prepare(dag, config)  # the only validation: fused, cut into stages, capabilities read
         check_before_spark(dag, config)  # in well under a second, before a session takes its 10-90 s
+        with job_names.reserve(config.name) as hold:  # a name runs once at a time in a process (Jet's rule)
+            return hold(self._submit(prepared, config))
+
+    def _submit(self, prepared: PreparedDag, config: JobConfig) -> SparkHandle:
         job_id = uuid.uuid4().hex[:16]
         store = None
         initial: Manifest | None = None
@@ -323,9 +327,7 @@ class SparkRunner:
                 return CompletedBefore(record)  # type: ignore[return-value]
             job_id = record.job_id
         try:
-            # a named job without a store: its name runs once at a time in this process (Jet's rule)
-            with job_names.reserve(config.name if store is None else None) as hold:
-                return hold(self._start(prepared, config, job_id, store, initial, record))
+            return self._start(prepared, config, job_id, store, initial, record)
         except BaseException:
             if store is not None:  # nothing runs: another submit of the job may start it
                 from jetspark.runners import driver_lock

@@ -66,19 +66,34 @@ class Runner:
 
 
 @pytest.mark.parametrize(
-    ("guarantee", "called", "said"),
+    ("guarantee", "root", "called", "said"),
     [
-        (ProcessingGuarantee.NONE, "cancel", "job 'counts' cancelled"),
-        (ProcessingGuarantee.EXACTLY_ONCE, "suspend", "job 'counts' suspended: run it again to resume"),
+        (ProcessingGuarantee.NONE, False, "cancel", "job 'counts' cancelled"),
+        (ProcessingGuarantee.EXACTLY_ONCE, True, "suspend", "job 'counts' suspended: run it again to resume"),
+        (
+            ProcessingGuarantee.EXACTLY_ONCE,
+            False,
+            "suspend",
+            "job 'counts' suspended: its snapshot is kept in this process only (no checkpoint_root), "
+            "so running it again starts from the beginning",
+        ),
     ],
 )
 def test_an_interrupt_while_the_job_runs_stops_it_and_says_how(
-    guarantee: ProcessingGuarantee, called: str, said: str, monkeypatch: pytest.MonkeyPatch
+    guarantee: ProcessingGuarantee,
+    root: bool,
+    called: str,
+    said: str,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
     monkeypatch.delenv("JETSPARK_PROGRESS", raising=False)
     runner = Runner()
+    config = JobConfig(
+        name="counts", processing_guarantee=guarantee, checkpoint_root=str(tmp_path) if root else None
+    )
     with pytest.raises(KeyboardInterrupt) as caught:
-        run(DAG(), JobConfig(name="counts", processing_guarantee=guarantee), runner=runner)
+        run(DAG(), config, runner=runner)
     assert runner.job.calls == [called]
     assert str(caught.value) == said
 

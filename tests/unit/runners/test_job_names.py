@@ -1,12 +1,13 @@
-"""A named job without a checkpoint store runs once at a time per name in a process
-(`runners.job_names`, Jet's `JobAlreadyExistsException`): refused while the job runs or is
-suspended, free again once it completed, failed or was cancelled, and never taken by a submit
-that failed."""
+"""A named job runs once at a time per name in a process (`runners.job_names`, Jet's
+`JobAlreadyExistsException`): refused while the job runs, free again once it completed, failed,
+was cancelled or is suspended (its resume is then refused while another job of the name runs),
+never taken by a submit that failed; jobs with and without a checkpoint store share the names."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -98,16 +99,53 @@ def test_the_name_is_free_once_the_job_completed_failed_or_was_cancelled() -> No
     assert again.status is JobStatus.COMPLETED
 
 
-def test_a_suspended_jobs_name_is_taken_until_it_is_resumed_and_ends() -> None:
+def test_a_suspended_jobs_name_is_free_and_its_resume_waits_for_the_other_job_to_end() -> None:
+    """A store-less suspended job lives only in its handle, which its caller may drop (`api.run`
+    on Ctrl-C): its name must not stay taken. Its resume is refused while the other job runs."""
     job = running("counts", processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE)
     job.suspend(TIMEOUT)
     assert job.status is JobStatus.SUSPENDED
-    with pytest.raises(JobAlreadyRunningError, match=r"^job 'counts' is suspended in this process already"):
-        submit("counts")
+    gate.started.clear()
+    other = running("counts")
+    with pytest.raises(
+        JobAlreadyRunningError, match=r"^job 'counts' cannot resume: another job of that name"
+    ):
+        job.resume()
+    assert job.status is JobStatus.SUSPENDED, "the refused resume leaves it suspended"
+    gate.proceed.set()
+    other.join(TIMEOUT)
     job.resume()
+    job.join(TIMEOUT)
+    assert job.status is JobStatus.COMPLETED
+
+
+def test_a_suspended_job_resumes_while_no_other_job_took_its_name() -> None:
+    job = running("counts", processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE)
+    job.suspend(TIMEOUT)
+    job.resume()
+    with pytest.raises(JobAlreadyRunningError, match=r"^job 'counts' is running in this process already"):
+        submit("counts")
     gate.proceed.set()
     job.join(TIMEOUT)
-    submit("counts").join(TIMEOUT)
+    assert job.status is JobStatus.COMPLETED
+
+
+@pytest.mark.parametrize(
+    "stored_first", [True, False], ids=["stored-then-storeless", "storeless-then-stored"]
+)
+def test_jobs_with_and_without_a_checkpoint_store_share_the_names(tmp_path: Path, stored_first: bool) -> None:
+    stored = {
+        "processing_guarantee": ProcessingGuarantee.EXACTLY_ONCE,
+        "checkpoint_root": str(tmp_path),
+        "snapshot_interval_millis": 3_600_000,
+    }
+    first, second = (stored, {}) if stored_first else ({}, stored)
+    job = running("counts", **first)
+    with pytest.raises(JobAlreadyRunningError, match=r"^job 'counts' is running in this process already"):
+        submit("counts", **second)
+    assert not (tmp_path / "counts").exists() or stored_first, "a refused submit touches no store"
+    gate.proceed.set()
+    job.join(TIMEOUT)
 
 
 def test_other_names_and_unnamed_jobs_run_beside_it() -> None:
@@ -126,8 +164,12 @@ def test_a_submit_that_fails_takes_no_name() -> None:
 
     with pytest.raises(Exception, match="cannot make a processor"):
         submit("counts", BadSupplier()).join(TIMEOUT)
-    with job_names.reserve("counts") as hold:  # free: a failed submit or a failed job frees it
-        assert hold is not None
+    job = submit("counts")  # free: a failed submit or a failed job frees it
+    gate.proceed.set()
+    job.join(TIMEOUT)
+    with job_names.reserve("counts"):
+        pass  # a block that ends without a job leaves the name free too
+    submit("counts").join(TIMEOUT)
 
 
 def test_of_two_racing_submits_of_a_name_one_runs() -> None:
@@ -155,8 +197,7 @@ def test_of_two_racing_submits_of_a_name_one_runs() -> None:
 def test_a_job_with_a_checkpoint_store_is_kept_to_one_run_by_its_driver_lock_instead(
     tmp_path: object,
 ) -> None:
-    """With a store, a submit of the suspended job resumes it (the driver lock's rule), which
-    the registry must not refuse."""
+    """With a store, a submit of the suspended job resumes it (the driver lock's rule)."""
     config = {
         "processing_guarantee": ProcessingGuarantee.EXACTLY_ONCE,
         "checkpoint_root": str(tmp_path),
