@@ -25,8 +25,6 @@ import logging
 import os
 from typing import Any
 
-import attrs
-
 from jetspark.core.config import JobConfig
 from jetspark.core.dag import DAG
 from jetspark.ctrl_c import plain_ctrl_c
@@ -40,6 +38,7 @@ from jetspark.environment import (
     WebUIError,
     capturing,
     capturing_dag,
+    with_command_line,
 )
 from jetspark.log_level import apply_log_level
 from jetspark.runners.job import JobHandle, JobStatus
@@ -110,9 +109,7 @@ def run(
     `JETSPARK_UI` serves is not over: `run` says so and waits until it is resumed (and then for its
     end) or cancelled there.
     """
-    config = config or JobConfig()
-    if os.environ.get(START_OVER_ENV) == "1" and not config.start_over:
-        config = attrs.evolve(config, start_over=True)
+    config = with_command_line(config or JobConfig())
     if capturing():
         raise DagCaptured(dag, config)
     apply_log_level()  # `jetspark run/submit --log-level`

@@ -19,7 +19,10 @@ Also the two things `jetspark dag` and `jetspark run` catch from a job file: `Da
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
+
+import attrs
 
 from jetspark.core.config import JobConfig
 from jetspark.core.dag import DAG
@@ -31,7 +34,8 @@ PROGRESS_ENV = "JETSPARK_PROGRESS"
 UI_ENV = "JETSPARK_UI"
 #: Set (to 1) by `--ui-keep`: the web UI serves on after the job file ends, until Ctrl-C.
 UI_KEEP_ENV = "JETSPARK_UI_KEEP"
-#: Set (to 1) by `--start-over`: `run` sets `JobConfig.start_over` (a completed job runs again).
+#: Set (to 1) by `--start-over`: `run` and every runner's `submit` set `JobConfig.start_over`
+#: (a completed job runs again).
 START_OVER_ENV = "JETSPARK_START_OVER"
 LOG_LEVEL_ENV = "JETSPARK_LOG_LEVEL"
 #: Log level of sessions jetspark creates (embedded, or first created under spark-submit).
@@ -68,6 +72,14 @@ def capturing_dag() -> Iterator[None]:
 def capturing() -> bool:
     """Whether `run` is inside `capturing_dag()`."""
     return _capturing
+
+
+def with_command_line(config: JobConfig) -> JobConfig:
+    """`config` as the command line asks: `jetspark run --start-over` reaches a job file that
+    submits to a runner itself (`SparkRunner().submit(dag, config)`), not only `run`'s."""
+    if os.environ.get(START_OVER_ENV) == "1" and not config.start_over:
+        return attrs.evolve(config, start_over=True)
+    return config
 
 
 def capture_if_asked(dag: DAG, config: JobConfig | None) -> None:

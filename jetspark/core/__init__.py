@@ -13,6 +13,7 @@ from jetspark.core.dag import DAG as DAG
 from jetspark.core.dag import Vertex as Vertex
 from jetspark.core.edge import Edge as Edge
 from jetspark.core.edge import RoutingPolicy as RoutingPolicy
+from jetspark.core.errors import BadRecordError as BadRecordError
 from jetspark.core.errors import DagValidationError as DagValidationError
 from jetspark.core.errors import JetsparkError as JetsparkError
 from jetspark.core.errors import JobAlreadyRunningError as JobAlreadyRunningError
@@ -55,6 +56,7 @@ __all__ = [
     "AbstractProcessor",
     "AdaptiveParallelism",
     "AppendableTraverser",
+    "BadRecordError",
     "BroadcastKey",
     "DagValidationError",
     "Edge",

@@ -27,6 +27,15 @@ class RoutingPolicy(enum.Enum):
     FANOUT = "fanout"  #: one processor per member (round-robin locally), every member
 
 
+def _check_vertex(vertex: object, end: str) -> None:
+    """An edge joins Vertex objects; a name (as Beam or Bytewax users might pass) says so."""
+    if isinstance(vertex, str):
+        raise TypeError(
+            f"an edge's {end} must be a Vertex, got the name {vertex!r}: pass the Vertex that "
+            f"dag.new_vertex({vertex!r}, ...) returned, or dag.get_vertex({vertex!r})"
+        )
+
+
 def _constant_key(_item: Any, key: Any) -> Any:
     return key
 
@@ -40,6 +49,7 @@ class Edge:
     """
 
     def __init__(self, source: Vertex, source_ordinal: int = 0) -> None:
+        _check_vertex(source, "source")
         self.source = source
         self.source_ordinal = source_ordinal
         self.destination: Vertex | None = None
@@ -66,6 +76,7 @@ class Edge:
 
     def to(self, destination: Vertex, ordinal: int = 0) -> Edge:
         """Set the destination vertex and its inbound ordinal."""
+        _check_vertex(destination, "destination")
         self.destination = destination
         self.dest_ordinal = ordinal
         return self

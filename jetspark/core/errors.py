@@ -72,6 +72,12 @@ class JobFailedError(JetsparkError):
         self.processor_index = processor_index
 
 
+class BadRecordError(JobFailedError):
+    """A source met a record it cannot read, under `errors="fail"`: the input holds it, so a run
+    again from a snapshot meets it again. The Spark runner fails the job at once instead of
+    running the epoch again (as for a broken contract)."""
+
+
 class QuiescenceError(JobFailedError):
     """Nothing made progress for the configured time while items were still pending (or a
     processor with all its input never completed): the job would hang, so it fails, with every

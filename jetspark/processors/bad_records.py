@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Literal, NamedTuple
 
-from jetspark.core.errors import JobFailedError
+from jetspark.core.errors import BadRecordError, JobFailedError
 from jetspark.core.outbox import Outbox
 
 #: The `errors=` policies of the file sources.
@@ -87,9 +87,9 @@ def check_dead_letter_edge(vertex: str, errors: str, bucket_count: int) -> None:
         )
 
 
-def bad_record_failure(vertex: str, bad: BadRecord) -> JobFailedError:
+def bad_record_failure(vertex: str, bad: BadRecord) -> BadRecordError:
     """The error of `errors="fail"`: vertex, file, offset, cause, and how to go on instead."""
-    return JobFailedError(
+    return BadRecordError(
         f"vertex {vertex!r}: bad record in {bad.file} at byte {bad.offset}: {bad.error} "
         "(errors='skip' drops such records, errors='dead_letter' sends them to ordinal 1)",
         vertex=vertex,

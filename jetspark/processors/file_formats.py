@@ -102,6 +102,10 @@ class JsonlFormat(LineFormat):
         return [loads(line) for line in lines if line and not line.isspace()]
 
 
+#: The byte order mark some tools (Excel) write at the start of a UTF-8 file.
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
 class CsvFormat(LineFormat):
     name = "csv"
 
@@ -128,6 +132,8 @@ class CsvFormat(LineFormat):
         self._converters = [self.types.get(name, self.types.get(index)) for index, name in enumerate(columns)]
 
     def with_header(self, header: bytes) -> CsvFormat:
+        if header.startswith(UTF8_BOM):  # Excel's "CSV UTF-8": not part of the first column's name
+            header = header[len(UTF8_BOM) :]
         names = next(csv.reader([_decode(header).rstrip("\r")], delimiter=self.delimiter), [])
         own = CsvFormat(False, None, self.types, self.delimiter)
         own.has_header = True

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import quote, unquote
 
+from jetspark.core.config import ProcessingGuarantee
 from jetspark.core.context import ProcessorContext
 from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.processors.file_splits import NULL_PARTITION
@@ -38,6 +40,8 @@ from jetspark.processors.transactional import (
     TransactionalSinkP,
     committed_stem,
 )
+
+_log = logging.getLogger("jetspark.sinks")
 
 
 class _FormatSinkP(TransactionalSinkP):
@@ -62,6 +66,8 @@ class _FormatSinkP(TransactionalSinkP):
     def init_processor(self, context: ProcessorContext) -> None:
         super().init_processor(context)
         os.makedirs(self.directory, exist_ok=True)
+        if context.global_processor_index == 0 and context.processing_guarantee is ProcessingGuarantee.NONE:
+            _warn_of_other_runs(self.directory, context.job_id, context.vertex_name)
 
     def open_on_coordinator(self, job_id: str, vertex: str) -> bool:
         """The driver renames the files when it sees the directory (a shared file system)."""
@@ -156,6 +162,28 @@ class _FormatSinkP(TransactionalSinkP):
 
     def close(self) -> None:
         self._close_writers()
+
+
+def _warn_of_other_runs(directory: str, job_id: str, vertex: str) -> None:
+    """A batch job run again into the directory of an earlier run writes its files beside that
+    run's (under its own job id), so every row is there twice: say so once per run, naming the
+    directory (Spark's writer refuses by default; files() refuses too)."""
+    own = f"part-{job_id}-"
+    others = sum(
+        1
+        for _, _, names in os.walk(directory)
+        for name in names
+        if name.startswith("part-") and not name.startswith(own)
+    )
+    if others:
+        _log.warning(
+            "vertex %r: directory %s already holds %d part file(s) of another run; this run writes its "
+            "files beside them, so the directory will hold both runs' rows (write each run to a directory "
+            "of its own, or delete the old files first)",
+            vertex,
+            directory,
+            others,
+        )
 
 
 def _sink(

@@ -328,7 +328,10 @@ def parquet_source(
     splits: list[Split] = []
     weights: list[int] = []
     for file_path in paths:
-        metadata = pq.read_metadata(file_path)
+        try:
+            metadata = pq.read_metadata(file_path)
+        except Exception as error:  # pyarrow's message names no file
+            raise ValueError(f"{factory}: {file_path} cannot be read as Parquet: {error}") from error
         if columns is not None:
             missing = sorted(set(columns) - set(metadata.schema.names))
             if missing:

@@ -55,11 +55,16 @@ class _CsvWriter(RecordWriter):
             if self._header and self._columns is not None:
                 self._writer.writerow(self._columns)
         columns = self._columns
-        self._writer.writerows(
-            [[record.get(name) for name in columns] for record in records]
-            if columns is not None and isinstance(records[0], Mapping)
-            else records
-        )
+        try:
+            self._writer.writerows(
+                [[record.get(name) for name in columns] for record in records]
+                if columns is not None and isinstance(records[0], Mapping)
+                else records
+            )
+        except (csv.Error, AttributeError, TypeError) as error:
+            raise TypeError(
+                f"write_csv takes dicts or sequences (a row's fields): {_first_wrong(records)}"
+            ) from error
 
     def close(self) -> None:
         self._file.close()
@@ -79,6 +84,9 @@ class _ParquetWriter(RecordWriter):
         self._rows: list[Any] = []
 
     def write(self, records: list[Any]) -> None:
+        for record in records:
+            if not isinstance(record, Mapping):
+                raise TypeError(f"write_parquet takes dicts (column -> value), got {_describe(record)}")
         self._rows.extend(records)
         if len(self._rows) >= self.ROW_GROUP_ROWS:
             self._flush()
@@ -99,6 +107,19 @@ class _ParquetWriter(RecordWriter):
             self._flush()
         if self._writer is not None:
             self._writer.close()
+
+
+def _describe(item: Any) -> str:
+    text = repr(item)
+    return f"{type(item).__name__} {text if len(text) <= 80 else text[:77] + '...'}"
+
+
+def _first_wrong(records: list[Any]) -> str:
+    """The first record that is neither a mapping nor a sequence of fields."""
+    for record in records:
+        if not isinstance(record, (Mapping, Sequence)) or isinstance(record, (str, bytes)):
+            return f"got {_describe(record)}"
+    return f"got rows such as {_describe(records[0])}"
 
 
 class OutputFormat:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any, BinaryIO
 
+from jetspark.processors.bad_records import RecordError
 from jetspark.processors.file_formats import BadLines, LineFormat
 from jetspark.processors.file_splits import CHUNK_BYTES, Split, first_line_start, read_lines
 
@@ -52,7 +53,13 @@ class LineSplitReader(SplitReader):
         self._own_format = self.format
         if self.format.has_header:
             header = file.readline().rstrip(b"\n")
-            self._own_format = self.format.with_header(header)
+            try:
+                self._own_format = self.format.with_header(header)
+            except RecordError as error:  # no header, no columns: the whole file is unreadable
+                raise RecordError(
+                    f"file {split.path}: its header line (byte 0) cannot be read: {error} (a compressed "
+                    "file? CSV is read as uncompressed UTF-8 text)"
+                ) from error
             position = max(position, file.tell())
         position = first_line_start(file, position)
         yield from read_lines(file, position, split.end, self.chunk)
@@ -82,8 +89,11 @@ class ParquetSplitReader(SplitReader):
     def batches(self, split: Split, position: int) -> Iterator[tuple[int, list[Any]]]:
         import pyarrow.parquet as pq
 
-        with pq.ParquetFile(split.path) as file:
-            table = file.read_row_group(split.start, columns=self.columns)
+        try:
+            with pq.ParquetFile(split.path) as file:
+                table = file.read_row_group(split.start, columns=self.columns)
+        except Exception as error:  # pyarrow's message names neither file nor row group
+            raise OSError(f"file {split.path}: row group {split.start} cannot be read: {error}") from error
         for first in range(position, table.num_rows, self.batch_rows):
             yield first, table.slice(first, self.batch_rows).to_pylist()
 

@@ -17,7 +17,7 @@ import enum
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from jetspark.core.config import JobConfig
@@ -213,6 +213,13 @@ class JobHandle:
     def result(self, vertex: str) -> list[Any]:
         """Items a collecting sink vertex received."""
         return []
+
+    def _known_vertex(self, vertex: str, names: Collection[str]) -> None:
+        """`result` of a name the job has no vertex of (a typo) says so, rather than []."""
+        if vertex not in names:
+            raise KeyError(
+                f"job {self.name!r} has no vertex {vertex!r}; its vertices: {', '.join(sorted(names))}"
+            )
 
     def metrics(self) -> dict[str, dict[str, int]]:
         """Per vertex: items received and emitted, and the runner's other figures."""

@@ -33,7 +33,7 @@ from jetspark.engine.execution import Execution
 from jetspark.engine.outbox_impl import DEFAULT_BATCH_SIZE
 from jetspark.engine.snapshot import Snapshot, SnapshotContext, SnapshotData
 from jetspark.engine.tasklet import ProcessorTasklet
-from jetspark.environment import capture_if_asked
+from jetspark.environment import capture_if_asked, with_command_line
 from jetspark.planning.pipeline import PreparedDag, plan_execution, prepare
 from jetspark.planning.plan import ExecutionPlan
 from jetspark.runners import driver_lock, identity, job_names, snapshot_io, startpoints
@@ -272,6 +272,7 @@ class LocalJob(JobHandle):
 
     def result(self, vertex: str) -> list[Any]:
         """Items a collecting sink vertex received (`processors.sinks.collect`)."""
+        self._known_vertex(vertex, self.prepared.names)
         return self._results.items(vertex)
 
     def metrics(self) -> dict[str, dict[str, int]]:
@@ -545,6 +546,7 @@ class LocalRunner:
         is then a `CompletedBefore`, unless `JobConfig.start_over`."""
         config = attrs.evolve(config) if config is not None else JobConfig()  # a copy: later edits stay out
         capture_if_asked(dag, config)  # `jetspark dag job.py`: show the DAG, run nothing
+        config = with_command_line(config)  # `jetspark run --start-over job.py`
         prepared = prepare(dag, config)  # the job's only validation; fused and cut once
         check_checkpoint_paths(config)
         with job_names.reserve(config.name) as hold:  # a name runs once at a time in a process (Jet's rule)

@@ -21,6 +21,18 @@ from jetspark.core.dag import DAG
 from jetspark.core.errors import DagValidationError
 
 _SPARK_RUNNER = "jetspark.runners.spark"
+#: Largest pickled supplier of one vertex: every Spark task unpickles every supplier of the plan.
+MAX_SUPPLIER_BYTES = 16 << 20
+
+
+def supplier_too_large(vertex: str, size: int, limit: int = MAX_SUPPLIER_BYTES) -> DagValidationError:
+    return DagValidationError(
+        f"vertex {vertex!r}: its suppliers pickle to {size / 2**20:.1f} MiB, more than "
+        f"{limit / 2**20:.0f} MiB, and every Spark task would receive and unpickle all of "
+        "it (a source over a large in-memory collection, such as from_iterable(big_list)); read large "
+        "inputs with jetspark.runners.spark.from_rdd(sc.parallelize(items, n)) or from_dataframe(), "
+        "or generate them on the executors"
+    )
 
 
 def check_before_spark(dag: DAG, config: JobConfig) -> None:
@@ -103,13 +115,15 @@ def _check_picklable(dag: DAG) -> None:
         if type(vertex.meta_supplier).__module__.startswith(_SPARK_RUNNER):
             continue  # from_rdd / DataFrame sources and sinks hold Spark objects; the plan ships their parts
         try:
-            cloudpickle.dumps(vertex.meta_supplier)
+            size = len(cloudpickle.dumps(vertex.meta_supplier))
         except Exception as error:
             raise DagValidationError(
                 f"vertex {vertex.name!r}: its ProcessorSupplier cannot be pickled to ship it to Spark executors "
                 f"({type(error).__name__}: {error}); suppliers and everything they hold must be picklable "
                 "with cloudpickle"
             ) from error
+        if size > MAX_SUPPLIER_BYTES:  # refused before a Spark session takes its 10-90 s to start
+            raise supplier_too_large(vertex.name, size)
     for edge in dag.edges:
         try:
             cloudpickle.dumps((edge.key_fn, edge.partitioner))

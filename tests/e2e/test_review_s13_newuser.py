@@ -1,10 +1,9 @@
 """A new user's review (session 13): a data engineer from PySpark / Bytewax / Beam following the
 README and docs, writing a keyed stateful job over files, and making the usual mistakes.
 
-Each test reproduces one defect and is marked xfail(strict=True): it fails today, and passes
-(turning the run red until the marker is removed) once the defect is fixed. Only the last two
-start Spark: one on the suite's shared session (jetspark's pytest plugin fixture), one as a user
-would, `jetspark run` in a subprocess (as tests/spark/test_cli.py does).
+Each test reproduced one defect (as a strict xfail, failing) and now checks its fix. Two of them
+start Spark (marked `spark`): one on the suite's shared session (jetspark's pytest plugin
+fixture), one as a user would, `jetspark run` in a subprocess (as tests/spark/test_cli.py does).
 """
 
 from __future__ import annotations
@@ -39,12 +38,6 @@ def _read_all(source: Any) -> list[Any]:
     return LocalRunner(1).run(dag, JobConfig(), timeout=60).result("sink")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="read_parquet over a directory with a file that is not Parquet (or was cut short) raises "
-    "pyarrow's bare ArrowInvalid 'Parquet magic bytes not found in footer...' without naming the file "
-    "(jetspark/processors/file_sources.py:parquet_source calls pq.read_metadata unguarded)",
-)
 def test_read_parquet_of_a_file_that_is_not_parquet_names_the_file(tmp_path: Path) -> None:
     folder = tmp_path / "events"
     folder.mkdir()
@@ -56,13 +49,6 @@ def test_read_parquet_of_a_file_that_is_not_parquet_names_the_file(tmp_path: Pat
     assert str(bad) in str(error.value), f"{type(error.value).__name__}: {error.value}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a Parquet file whose row group is damaged fails the job with 'vertex 'src' processor #0 "
-    "failed: OSError: Corrupt snappy compressed data.', naming neither the file nor the row group, "
-    "where a bad line of text/JSON/CSV names file and byte offset "
-    "(jetspark/processors/split_readers.py:ParquetSplitReader reads without saying which split)",
-)
 def test_a_damaged_parquet_row_group_fails_naming_the_file(tmp_path: Path) -> None:
     folder = tmp_path / "events"
     folder.mkdir()
@@ -76,12 +62,6 @@ def test_a_damaged_parquet_row_group_fails_naming_the_file(tmp_path: Path) -> No
     assert str(path) in str(error.value), str(error.value)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="job.result('snk') (a typo of the collecting sink 'sink') returns [] as if the sink had "
-    "received nothing, instead of an error naming the collecting sinks there are "
-    "(jetspark/runners/local.py:LocalJob.result; the same in runners/spark/handle.py:SparkJob.result)",
-)
 def test_result_of_a_vertex_name_that_is_not_a_collecting_sink_says_so() -> None:
     dag = DAG()
     dag.edge(
@@ -93,13 +73,6 @@ def test_result_of_a_vertex_name_that_is_not_a_collecting_sink_says_so() -> None
         job.result("snk")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="running a batch job (no guarantee, no checkpoint root) a second time into the same "
-    "write_jsonl directory silently adds a second copy of every row beside the first run's part "
-    "files, while files() refuses a directory holding output and Spark's writer defaults to "
-    "errorifexists; no error and no warning names the directory",
-)
 def test_a_batch_job_run_twice_into_one_write_jsonl_directory_does_not_silently_duplicate(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -123,12 +96,6 @@ def test_a_batch_job_run_twice_into_one_write_jsonl_directory_does_not_silently_
     assert warned or len(rows) == 5, f"{len(rows)} rows, no warning naming {out}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Edge.between('words', 'count') with vertex names (as Beam/Bytewax users write) fails with "
-    "\"AttributeError: 'str' object has no attribute 'name'\" instead of saying an edge takes the "
-    "Vertex objects dag.new_vertex returned (jetspark/core/dag.py:Edge / DAG.edge)",
-)
 def test_an_edge_between_vertex_names_says_it_needs_vertices() -> None:
     dag = DAG()
     dag.new_vertex("words", P.from_iterable(["a"]))
@@ -138,14 +105,6 @@ def test_an_edge_between_vertex_names_says_it_needs_vertices() -> None:
 
 
 @pytest.mark.spark
-@pytest.mark.xfail(
-    strict=True,
-    reason="under EXACTLY_ONCE on Spark a bad record with errors='fail' (deterministic: it is there "
-    "on every replay) aborts the epoch max_restarts+1 times with back-off (27 s and 19 tracebacks "
-    "with the defaults) and fails as \"job 'x': epoch 0 aborted 6 times in a row; last cause: ...\"; "
-    "the local runner fails at once with the bad-record message docs/files.md shows "
-    "(jetspark/runners/spark/epochs.py: every task failure is treated as transient)",
-)
 def test_a_bad_record_fails_an_exactly_once_spark_job_without_replaying_the_epoch(
     jetspark_spark_session: Any, tmp_path: Path
 ) -> None:
@@ -194,15 +153,6 @@ if __name__ == "__main__":
 @pytest.mark.spark
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-@pytest.mark.xfail(
-    strict=True,
-    reason="`jetspark run /path/to/job.py` started from another directory fails when the job file "
-    "imports a module beside it ('stage 0, member 1: the job's suppliers cannot be unpickled in the "
-    "Spark task (ModuleNotFoundError: No module named 'helpers')'), after Spark started; the same "
-    "command from the job's directory works, and so does `--local` from anywhere (the driver has "
-    "the job's directory on sys.path, the Python workers only their working directory; "
-    "jetspark/cli run/submit do not pass the job's directory to the executors)",
-)
 def test_jetspark_run_of_a_job_importing_a_module_beside_it_works_from_another_directory(
     tmp_path: Path,
 ) -> None:
@@ -229,3 +179,98 @@ def test_jetspark_run_of_a_job_importing_a_module_beside_it_works_from_another_d
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "['AB', 'CD', 'EF']" in done.stdout
+
+
+def test_a_supplier_too_large_to_ship_is_refused_before_spark_starts(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from jetspark import api
+    from jetspark.runners.spark import runner as spark_runner
+    from jetspark.runners.spark import session as spark_session
+
+    started: list[bool] = []
+
+    def no_session(*args: object, **kwargs: object) -> object:
+        started.append(True)
+        raise RuntimeError("a Spark session was started before the checks that need no Spark")
+
+    monkeypatch.setenv("JETSPARK_RUNNER", "spark")  # what `jetspark run job.py` sets
+    monkeypatch.setattr(spark_session, "session_running", lambda: False)
+    monkeypatch.setattr(spark_runner, "get_session", no_session)
+    big = [bytes([n % 251]) * 1000 for n in range(20_000)]  # about 20 MB pickled
+    dag = DAG()
+    source = dag.new_vertex("src", P.from_iterable(big))
+    dag.edge(Edge.between(source, dag.new_vertex("sink", P.write_jsonl(str(tmp_path / "out")))))
+    with pytest.raises(DagValidationError, match="MiB"):
+        api.run(dag, JobConfig())
+    assert not started
+
+
+def test_read_csv_of_a_file_with_a_byte_order_mark_names_the_first_column_without_it(tmp_path: Path) -> None:
+    path = tmp_path / "export.csv"
+    path.write_bytes(b"\xef\xbb\xbfuser,amount\r\nann,5\r\nbob,6\r\n")
+    rows = _read_all(P.read_csv(str(path), types={"amount": int}))
+    assert sorted(rows, key=lambda row: row.get("amount", 0)) == [
+        {"user": "ann", "amount": 5},
+        {"user": "bob", "amount": 6},
+    ]
+
+
+def test_a_csv_file_whose_header_is_not_utf8_fails_naming_the_file(tmp_path: Path) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "good.csv").write_text("user,amount\nann,5\n")
+    bad = folder / "export.csv"
+    bad.write_bytes(b"\x1f\x8b\x08\x00 not text\nann,5\n")  # gzip's magic bytes, as a .csv.gz renamed
+    with pytest.raises(JobFailedError) as error:
+        _read_all(P.read_csv(str(folder)))
+    assert str(bad) in str(error.value), str(error.value)
+
+
+def test_the_readme_test_command_installs_what_ci_installs_and_what_the_suite_imports() -> None:
+    """README's test command (`pip install -e '.[test]' && python -m pytest`) stopped at collection
+    without mkdocs, which only the `docs` extra had and only `.ci/run` installed: now `.ci/run`
+    installs exactly the README's extras, and the `test` extra has mkdocs."""
+    import configparser
+    import re
+
+    root = Path(__file__).resolve().parents[2]
+    readme_extras = re.findall(
+        r"pip install -e '\.\[([a-z,]+)\]' && \.venv/bin/python -m pytest", (root / "README.md").read_text()
+    )
+    ci_extras = re.findall(r"install [^\n]*-e '\.\[([a-z,]+)\]'", (root / ".ci" / "run").read_text())
+    assert readme_extras == ["test"] and ci_extras == ["test"], (readme_extras, ci_extras)
+    setup = configparser.ConfigParser()
+    setup.read(root / "setup.cfg")
+    test_extra = setup["options.extras_require"]["test"]
+    for needed in ("mkdocs", "mkdocstrings", "pytest", "hypothesis", "psycopg", "playwright", "pyarrow"):
+        assert needed in test_extra, needed
+
+
+def test_start_over_from_the_command_line_reaches_a_job_that_submits_through_a_runner(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jetspark.api import START_OVER_ENV
+
+    def dag() -> DAG:
+        graph = DAG()
+        source = graph.new_vertex("src", P.from_iterable([1, 2, 3]))
+        graph.edge(Edge.between(source, graph.new_vertex("sink", P.collect())))
+        return graph
+
+    config = JobConfig(name="again", processing_guarantee=EO, checkpoint_root=str(tmp_path / "ck"))
+    LocalRunner(1).run(dag(), config, timeout=60)
+    monkeypatch.setenv(START_OVER_ENV, "1")  # what `jetspark run --start-over` sets
+    job = LocalRunner(1).submit(dag(), config)
+    job.join(timeout=60)
+    assert sorted(job.result("sink")) == [1, 2, 3], type(job).__name__
+
+
+def test_write_parquet_of_an_item_that_is_not_a_record_says_what_it_takes(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    dag = DAG()
+    source = dag.new_vertex("src", P.from_iterable([1, 2]))
+    dag.edge(Edge.between(source, dag.new_vertex("out", P.write_parquet(str(tmp_path / "out")))))
+    with pytest.raises(JobFailedError) as error:
+        LocalRunner(1).run(dag, JobConfig(), timeout=60)
+    assert "dict" in str(error.value), str(error.value)

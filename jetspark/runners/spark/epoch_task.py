@@ -463,9 +463,12 @@ class EpochTask:
         """Start the terminal snapshot when it is due (see the module docstring)."""
         self._ticks += 1
         context = self.context
-        if self._started or context is None:
+        if context is None:
             return
         reader = self.reader
+        if self._started:  # an input found cut after the snapshot started still ends the task
+            self._abort_if_cut(reader)
+            return
         now = time.monotonic()
         if self._deadline is None:
             self._deadline = now + self.spec.span
@@ -478,6 +481,11 @@ class EpochTask:
             self._span_ended = now
             if context.active_tasklets > 0:
                 context.start(self.spec.epoch, terminal=True)
+        self._abort_if_cut(reader)
+
+    def _abort_if_cut(self, reader: ShuffleReader | None) -> None:
+        """A producer's task refused or stopped sends no end of its input: its pair never ends,
+        and the task would wait for it for ever (the driver's `collect` has no timeout)."""
         if reader is not None:
             cut = reader.cut_pairs()
             if cut:

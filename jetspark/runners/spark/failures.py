@@ -174,8 +174,18 @@ def describe_failure(error: BaseException) -> str:
     tail = _last_exception_line(text)
     if tail:
         return tail
+    spark = _SPARK_EXCEPTION.search(text)  # a task failure Spark 4 passes on unwrapped (no "Lost task")
+    if spark is not None:
+        reason = spark.group(1).strip()
+        if "pyspark.daemon" in reason:
+            return f"Python worker could not start (pyspark.daemon died: {reason})"
+        return f"SparkException: {reason}"
     first = str(error).strip().splitlines()
     return f"{type(error).__name__}: {first[0] if first else ''}".rstrip(": ")
+
+
+#: The first line of a Java `SparkException` in an error's text.
+_SPARK_EXCEPTION = re.compile(r"org\.apache\.spark\.SparkException: ([^\n]+)")
 
 
 def _with_task(reason: str, text: str) -> str:

@@ -141,6 +141,7 @@ class SparkHandle(JobHandle):
 
     def result(self, vertex: str) -> list[Any]:
         """Items a collecting sink vertex received."""
+        self._known_vertex(vertex, self.prepared.names)
         return list(self._results.get(vertex, ()))
 
     def metrics(self) -> dict[str, dict[str, int]]:

@@ -42,7 +42,7 @@ from jetspark.core.dag import DAG
 from jetspark.core.errors import JobFailedError
 from jetspark.core.suppliers import VertexCapability
 from jetspark.engine.outbox_impl import DEFAULT_BATCH_SIZE
-from jetspark.environment import capture_if_asked
+from jetspark.environment import capture_if_asked, with_command_line
 from jetspark.planning.pipeline import PreparedDag, plan_execution, prepare
 from jetspark.planning.plan import ExecutionPlan
 from jetspark.runners import job_names
@@ -309,6 +309,7 @@ class SparkRunner:
         """
         config = attrs.evolve(config) if config is not None else JobConfig()  # a copy: later edits stay out
         capture_if_asked(dag, config)  # `jetspark dag job.py`: show the DAG, run nothing
+        config = with_command_line(config)  # `jetspark run --start-over job.py`
         prepared = prepare(dag, config)  # the only validation: fused, cut into stages, capabilities read
         check_before_spark(dag, config)  # in well under a second, before a session takes its 10-90 s
         with job_names.reserve(config.name) as hold:  # a name runs once at a time in a process (Jet's rule)

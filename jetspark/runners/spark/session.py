@@ -195,12 +195,29 @@ def embedded_conf(master: str) -> dict[str, str]:
 
 
 def prepare_environment(master: str) -> None:
-    """Environment an embedded session needs: this Python on workers; SPARK_HOME for local-cluster."""
+    """Environment an embedded session needs: this Python on workers, with the job file's
+    directory on their path; SPARK_HOME for local-cluster."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    _job_directory_on_workers_path()
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     if master.startswith("local-cluster") and "SPARK_HOME" not in os.environ:
         os.environ["SPARK_HOME"] = pyspark_home()
+
+
+def _job_directory_on_workers_path() -> None:
+    """A job file run from another directory (`jetspark run project/job.py`, `python
+    project/job.py`) may import a module beside it: the driver finds it (Python puts the file's
+    directory first on `sys.path`), the Python workers of an embedded Spark did not, so unpickling
+    the job's suppliers failed in every task. They inherit the environment of the JVM started from
+    here, so its `PYTHONPATH` gets the directory."""
+    script = sys.argv[0] if sys.argv else ""
+    if not script.endswith(".py") or not os.path.isfile(script):
+        return
+    directory = os.path.dirname(os.path.abspath(script))
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if directory not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([*paths, directory])
 
 
 def pyspark_home() -> str:

@@ -11,10 +11,8 @@ from __future__ import annotations
 from jetspark.core.config import JobConfig
 from jetspark.core.errors import DagValidationError
 from jetspark.planning.plan import ExecutionPlan
+from jetspark.runners.preflight import MAX_SUPPLIER_BYTES, supplier_too_large
 from jetspark.runners.spark.records import dumps
-
-#: Largest pickled supplier of one vertex: every task unpickles every supplier of the plan.
-MAX_SUPPLIER_BYTES = 16 << 20
 
 
 def check_picklable(
@@ -33,13 +31,7 @@ def check_picklable(
                 "with cloudpickle"
             ) from error
         if size > max_supplier_bytes:
-            raise DagValidationError(
-                f"vertex {name!r}: its suppliers pickle to {size / 2**20:.1f} MiB, more than "
-                f"{max_supplier_bytes / 2**20:.0f} MiB, and every Spark task would receive and unpickle all of "
-                "it (a source over a large in-memory collection, such as from_iterable(big_list)); read large "
-                "inputs with jetspark.runners.spark.from_rdd(sc.parallelize(items, n)) or from_dataframe(), "
-                "or generate them on the executors"
-            )
+            raise supplier_too_large(name, size, max_supplier_bytes)
     try:
         dumps(config)
     except Exception as error:

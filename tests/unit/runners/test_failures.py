@@ -38,6 +38,23 @@ def test_a_stream_closed_under_a_python_task_names_the_dead_worker(exception: st
     )
 
 
+def test_a_daemon_that_died_starting_is_named_though_spark_passes_the_failure_unwrapped() -> None:
+    """Spark 4 raises this task failure without "Lost task ...": the SparkException's own line
+    says what happened (the kill probe of session 13 found the bare py4j header logged)."""
+    error = Exception(
+        CALLING + ": org.apache.spark.SparkException: EOFException occurred while reading the port number "
+        "from pyspark.daemon's stdout.\n\tat org.apache.spark.api.python.PythonWorkerFactory..."
+    )
+    assert describe_failure(error) == (
+        "Python worker could not start (pyspark.daemon died: EOFException occurred while reading the "
+        "port number from pyspark.daemon's stdout.)"
+    )
+    other = Exception(
+        CALLING + ": org.apache.spark.SparkException: Job 3 cancelled part of cancelled job group x\n"
+    )
+    assert describe_failure(other) == "SparkException: Job 3 cancelled part of cancelled job group x"
+
+
 def test_a_lost_executor_is_named() -> None:
     error = Exception(
         CALLING + LOST + "ExecutorLostFailure (executor 1 exited caused by one of the running tasks)"
