@@ -60,8 +60,8 @@ def claim(
                 "it (what its last run left is settled first)"
             )
         _log.warning(
-            "job %r (id %s): its last run %s did not finish; this run takes it over and settles what "
-            "that run left",
+            "job %r (id %s): resuming where its last run %s stopped (suspended, interrupted or killed); "
+            "this run settles what that run left first",
             name,
             record.job_id,
             record.run,

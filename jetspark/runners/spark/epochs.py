@@ -45,7 +45,7 @@ from jetspark.runners.coordinator import (
 )
 from jetspark.runners.identity import take_back
 from jetspark.runners.job import Capabilities, EpochStats, JobStatus
-from jetspark.runners.member import add_metrics
+from jetspark.runners.member import WATERMARK_FIGURES, add_metrics
 from jetspark.runners.sink_commits import SinkCommits
 from jetspark.runners.snapshot_io import commit_reported
 from jetspark.runners.spark import handoff
@@ -527,7 +527,7 @@ class EpochJob(SparkHandle):
         for vertex, items in outcome.results.items():
             self._results.setdefault(vertex, []).extend(items)
         add_metrics(self._metrics, outcome.metrics)
-        self._status = outcome.status  # a gauge: the latest committed epoch's
+        self._status = _latest_status(self._status, outcome.status)  # a gauge: the latest committed epoch's
 
     def _abort(self, epoch: int) -> None:
         try:
@@ -614,6 +614,20 @@ def _in_chain(error: BaseException, kind: type[E]) -> E | None:
             return seen
         seen = seen.__cause__
     return None
+
+
+def _latest_status(
+    before: dict[str, dict[str, int]], now: dict[str, dict[str, int]]
+) -> dict[str, dict[str, int]]:
+    """The latest epoch's figures; a vertex's watermark it lacks (a processor of the vertex met
+    none in a short epoch: the vertex's lowest is then unknown) stays the one shown before, as a
+    watermark never goes back."""
+    merged = {vertex: dict(figures) for vertex, figures in now.items()}
+    for vertex, figures in before.items():
+        for name in WATERMARK_FIGURES:
+            if name in figures and name not in merged.get(vertex, {}):
+                merged.setdefault(vertex, {})[name] = figures[name]
+    return merged
 
 
 def _corruption(error: BaseException) -> CorruptSnapshotError | None:
