@@ -35,3 +35,11 @@ def test_an_epoch_whose_executor_jvm_was_killed_runs_again_and_the_output_stays_
     assert report["killed"] == 1, report
     assert report["aborted"] >= 1, report  # the kill hit an epoch, which did not commit
     assert report["exact"], report
+
+
+@pytest.mark.timeout(600)
+def test_a_stage_read_by_two_stages_is_computed_once_per_epoch_on_two_executors() -> None:
+    report = run_driver_script(Path(__file__).with_name("epoch_fanout_cluster_job.py"), timeout=560)
+    assert report["exact"] == [True, True], report
+    assert report["committed"] >= 20, report  # many epochs: many chances for the race
+    assert report["aborted"] == 0, report  # no fault: no epoch may abort

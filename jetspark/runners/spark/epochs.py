@@ -56,6 +56,7 @@ from jetspark.runners.spark.epoch_task import FROM_PROPERTY, SPEC_PROPERTY, Epoc
 from jetspark.runners.spark.failures import describe_failure
 from jetspark.runners.spark.handle import SparkHandle
 from jetspark.runners.spark.live import LiveMetrics
+from jetspark.runners.spark.persisted import compute_persisted
 from jetspark.runners.spark.prebuild import Prebuilt
 from jetspark.runners.spark.records import DriverReports, dumps
 from jetspark.runners.spark.session import call_site
@@ -463,6 +464,7 @@ class EpochJob(SparkHandle):
         self._rdds.start_next(delay=min(PREBUILD_DELAY, spec.span / 4))
         try:
             with call_site(sc, final_rdd.name()):
+                compute_persisted(persisted)  # once each: two executors would both compute them
                 records = final_rdd.collect()
         finally:
             sc.setLocalProperty(SPEC_PROPERTY, None)

@@ -18,7 +18,8 @@ members, and the ranges of a stage after a shuffle are decided from the bytes wr
 
 Every task runs `task.run_stage_task`. A stage's result items and metrics ride with its records to
 its first downstream stage, so each stage's RDD is read once (a stage with several downstream
-stages is persisted); one action, `collect` on the union of the terminal stages, runs the job.
+stages is persisted and computed first, `persisted.compute_persisted`); one action, `collect` on
+the union of the terminal stages, runs the job.
 
 A processor's `RestartableError` fails that Spark job; the driver then runs the job again from the
 beginning on new RDDs (so Spark reuses no shuffle output of the failed run), up to the runner's
@@ -64,6 +65,7 @@ from jetspark.runners.spark import adaptive
 from jetspark.runners.spark.adaptive import StageDecision
 from jetspark.runners.spark.handle import SparkHandle
 from jetspark.runners.spark.live import LiveMetrics
+from jetspark.runners.spark.persisted import compute_persisted
 from jetspark.runners.spark.records import (
     DRIVER,
     DriverReports,
@@ -204,6 +206,7 @@ class SparkJob(SparkHandle):
                 assert self._rebuild is not None
                 self._final_rdd, self._persisted = self._rebuild()
             with call_site(sc, self._final_rdd.name()):
+                compute_persisted(self._persisted)  # once each: two executors would both compute them
                 self._records = self._final_rdd.collect()
             return Step()
         except BaseException as failure:
