@@ -186,7 +186,14 @@ class ProcessorTasklet:
         if self._bind is not None:
             self._bind(self.outbox, self.context)
         else:
-            self.processor.init(self.outbox, self.context)
+            # the outbox is for the processing methods: Jet's refuses every offer before its
+            # first call (no batch budget yet), and an item offered here would reach downstream
+            # before the restore and the edges' start
+            self.outbox.forbid_offers("init")
+            try:
+                self.processor.init(self.outbox, self.context)
+            finally:
+                self.outbox.forbid_offers(None)
         self.initialized = True
 
     def go_on(self, bind: Callable[[Any, Any], None]) -> None:
@@ -301,12 +308,14 @@ class ProcessorTasklet:
         if done is not True and done is not False:
             raise not_a_bool(self.processor, "snapshot_commit_prepare", done)
         if done:
+            self._check_nothing_refused("snapshot_commit_prepare")
             self.state = _SNAPSHOT_STEPS[RETURN_TO[self.state]][2]
         return done
 
     def _finish_restore(self) -> bool:
         done = self.processor.finish_snapshot_restore()
         if done is True:
+            self._check_nothing_refused("finish_snapshot_restore")
             self.state = self._processing_start_state()
             return True
         if done is not False:
@@ -545,6 +554,7 @@ class ProcessorTasklet:
         if done is not True and done is not False:
             raise not_a_bool(self.processor, "save_to_snapshot", done)
         if done:
+            self._check_nothing_refused("save_to_snapshot")  # else the entry is missing from it
             self.outbox.end_incremental()
             assert self._barrier is not None
             _, prepare, emit = _SNAPSHOT_STEPS[RETURN_TO[self.state]]

@@ -205,6 +205,10 @@ class JobHandle:
     def resume(self) -> JobHandle:
         raise ValueError(f"job {self.name!r} cannot be resumed: it was never suspended")
 
+    def restart(self) -> None:
+        """Stop the running execution and start a new one (Jet's `Job.restart()`)."""
+        raise ValueError(f"job {self.name!r} cannot be restarted by this runner ({self.runner})")
+
     def export_snapshot(self, name: str) -> object:
         raise ValueError(f"job {self.name!r} cannot export a snapshot: it takes none")
 

@@ -141,6 +141,11 @@ class LocalJob(JobHandle):
         self._restore: Snapshot | None = None
         self._first_plan: ExecutionPlan | None = None
         self._snapshots_seen = 0
+        #: `restart()` asked for a new execution: the running one ends (after a terminal snapshot
+        #: with a processing guarantee), and the next starts from where it ended.
+        self._restart_requested = False
+        #: Executions started from the beginning so far (names the staging of each).
+        self._attempts = 0
 
     def capabilities(self) -> Capabilities:
         return Capabilities(
@@ -225,6 +230,24 @@ class LocalJob(JobHandle):
                 f"job {self.name!r} ended ({ended.value}) before it could be suspended; "
                 "there is nothing to resume"
             )
+
+    def restart(self) -> None:
+        """Stop the running execution and start a new one on the same members, as Jet's
+        `Job.restart()`: with a processing guarantee gracefully (a terminal snapshot first, the new
+        execution restores it: nothing is replayed), without one from the beginning (the first
+        execution's collected items and staged files are dropped). The job stays RUNNING; a
+        restart asked for while one is under way is the same restart. Returns at once."""
+        with self._lock:
+            if self.status is not JobStatus.RUNNING or self._finished.is_set():
+                raise ValueError(f"job {self.name!r} is {self.status.value}; only a running job restarts")
+            if self._restart_requested:
+                return
+            self._restart_requested = True
+            if self.config.snapshots_enabled:
+                self._requests.append((True, None))
+            elif self._execution is not None:
+                self._execution.cancel()
+            # else: not started yet; `_execute` sees the request once it has an execution
 
     def _current_status(self) -> JobStatus:
         """The status now (a method, so that type checkers do not carry over an earlier check)."""
@@ -311,6 +334,15 @@ class LocalJob(JobHandle):
         return Step(self._execute(self._restore, plan))
 
     def verdict(self, error: BaseException) -> tuple[Verdict, BaseException]:
+        if isinstance(error, _UserRestart):
+            with self._lock:
+                self._restart_requested = False
+                cancelled = self.status is JobStatus.CANCELLED
+            if cancelled:  # a cancel came after the restart: it wins
+                return Verdict.FAIL, JobCancelledError(f"job {self.name!r} was cancelled")
+            _log.info("job %r: restarted by restart()", self.name)
+            self._restore = self._restart_point(None)
+            return Verdict.AGAIN, error  # not a failure: no restart counted, no back-off
         if restartable(error) and self._current_status() is JobStatus.RUNNING:
             return Verdict.RESTART, error
         return Verdict.FAIL, error
@@ -336,12 +368,15 @@ class LocalJob(JobHandle):
             return failed
         return None
 
-    def _restart_point(self, error: BaseException) -> Snapshot | None:
-        """Where a restart after `error` begins: the last committed snapshot; without a processing
-        guarantee, the beginning, so the failed run's collected items and staged files are dropped
-        (as are its metrics) and the sinks keep only the new run's output."""
+    def _restart_point(self, error: BaseException | None) -> Snapshot | None:
+        """Where a restart after `error` (None: asked for by `restart()`) begins: the last committed
+        snapshot; without a processing guarantee, the beginning, so the failed run's collected items
+        and staged files are dropped (as are its metrics) and the sinks keep only the new run's
+        output."""
         if self.config.snapshots_enabled:
             restore = self.committed_snapshot()
+            if error is None:
+                return restore
             _log.warning(
                 "job %r: %s; restart %d from snapshot %s",
                 self.name,
@@ -350,12 +385,14 @@ class LocalJob(JobHandle):
                 restore.snapshot_id if restore is not None else "none (from the beginning)",
             )
             return restore
-        _log.warning("job %r: %s; restart %d from the beginning", self.name, error, self.restarts)
+        if error is not None:
+            _log.warning("job %r: %s; restart %d from the beginning", self.name, error, self.restarts)
         self._results = ResultCollector()
         self._metrics_base = {}
         self._tasklets = []
         if self._staging is not None:
-            self._staging = AttemptStaging(self.job_id, self.restarts)
+            self._attempts += 1
+            self._staging = AttemptStaging(self.job_id, self._attempts)
         return None
 
     def _commit_output(self) -> BaseException | None:
@@ -411,6 +448,8 @@ class LocalJob(JobHandle):
                     failure = JobCancelledError(f"job {self.name!r} was cancelled")
                     return None
                 self._execution = member.start(self._tick)
+                if self._restart_requested and not self.config.snapshots_enabled:
+                    self._execution.cancel()  # asked for before this execution existed
             self._execution.run()  # closes every tasklet's processor
             failure = self._execution.error
             if failure is None and not context.terminal and all(t.is_done for t in self._tasklets):
@@ -421,6 +460,13 @@ class LocalJob(JobHandle):
             if failure is None and self._current_status() is JobStatus.CANCELLED:  # tell the suppliers
                 failure = JobCancelledError(f"job {self.name!r} was cancelled")
                 return None
+            if (
+                failure is None
+                and self._restart_requested
+                and (context.terminal or self._execution.cancelled)
+            ):
+                failure = _UserRestart(f"job {self.name!r} was restarted (restart())")
+                return failure  # the coordinator starts the next execution (`verdict`)
             if failure is None and context.terminal:  # suspended: the suppliers learn it from close
                 failure = JobSuspendedError(f"job {self.name!r} was suspended")
                 return None
@@ -617,3 +663,8 @@ class LocalRunner:
     def run(self, dag: DAG, config: JobConfig | None = None, timeout: float | None = None) -> LocalJob:
         """Submit and wait for the end; re-raises a failure."""
         return self.submit(dag, config).join(timeout)
+
+
+class _UserRestart(JobSuspendedError):
+    """An execution ended because `LocalJob.restart()` asked for a new one (the meta suppliers'
+    `close` gets it: the execution ended without a failure, as after a suspension)."""
