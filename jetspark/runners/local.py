@@ -144,10 +144,16 @@ class LocalJob(JobHandle):
         #: `restart()` asked for a new execution: the running one ends (after a terminal snapshot
         #: with a processing guarantee), and the next starts from where it ended.
         self._restart_requested = False
+        #: `suspend()` of a job without a guarantee: the running execution stops, no snapshot.
+        self._suspend_requested = False
+        #: The last execution ended in a suspension without a snapshot (no guarantee).
+        self._suspended_without_snapshot = False
         #: Executions started from the beginning so far (names the staging of each).
         self._attempts = 0
 
     def capabilities(self) -> Capabilities:
+        # a job without a guarantee is suspended too (`suspend`), but without a snapshot: it
+        # resumes from the beginning, which the web UI's button does not offer
         return Capabilities(
             can_suspend=self.config.snapshots_enabled, can_export=True, durable=self.store is not None
         )
@@ -213,15 +219,20 @@ class LocalJob(JobHandle):
                 self._execution.cancel()
 
     def suspend(self, timeout: float | None = 60) -> None:
-        """Take a terminal snapshot and stop; `resume()` continues from it. Needs snapshots enabled."""
-        if not self.config.snapshots_enabled:
-            raise ValueError(f"job {self.name!r}: suspend needs a processing guarantee other than NONE")
+        """Take a terminal snapshot and stop; `resume()` continues from it. As in Jet, a job
+        without a processing guarantee is suspended too: it stops at once, and `resume()` starts
+        it again from the beginning, as a restart does (the sinks keep the new execution's output)."""
         with self._lock:
             if self.status is not JobStatus.RUNNING:
                 raise ValueError(
                     f"job {self.name!r} is {self.status.value}; only a running job can be suspended"
                 )
-            self._requests.append((True, None))
+            if self.config.snapshots_enabled:
+                self._requests.append((True, None))
+            else:
+                self._suspend_requested = True
+                if self._execution is not None:
+                    self._execution.cancel()  # else `_execute` cancels it once it exists
         if not wait_for(self._finished, timeout):
             raise JobTimeoutError(f"job {self.name!r} did not suspend within {timeout} s")
         ended: JobStatus = self._current_status()
@@ -271,6 +282,8 @@ class LocalJob(JobHandle):
                 assert self.record is not None
                 identity.take_back(self.store, self.record)  # another driver may have taken it meanwhile
             previous, self.member_count = self.member_count, count
+            if not self.config.snapshots_enabled:
+                self._restart_point(None)  # from the beginning: the suspended execution's output goes
             try:
                 with job_names.reserve(self.config.name, resuming=self) as hold:
                     return hold(self.start(self.committed_snapshot()))
@@ -320,7 +333,8 @@ class LocalJob(JobHandle):
         self._snapshots_seen = self.snapshot_count
         error = RestartLoop(self.max_restarts, backoff=0.0).run(self)
         context = self._snapshot_context
-        suspended = context is not None and context.terminal
+        suspended = (context is not None and context.terminal) or self._suspended_without_snapshot
+        self._suspend_requested = self._suspended_without_snapshot = False
         status = settle(self, error, JobStatus.SUSPENDED if suspended else None, commit=self._commit_output)
         if status in (JobStatus.FAILED, JobStatus.CANCELLED) and self._staging is not None:
             self._committer.abort(late_sweep=0)
@@ -448,7 +462,8 @@ class LocalJob(JobHandle):
                     failure = JobCancelledError(f"job {self.name!r} was cancelled")
                     return None
                 self._execution = member.start(self._tick)
-                if self._restart_requested and not self.config.snapshots_enabled:
+                asked = self._restart_requested or self._suspend_requested
+                if asked and not self.config.snapshots_enabled:
                     self._execution.cancel()  # asked for before this execution existed
             self._execution.run()  # closes every tasklet's processor
             failure = self._execution.error
@@ -459,6 +474,10 @@ class LocalJob(JobHandle):
                         self.status = JobStatus.RUNNING
             if failure is None and self._current_status() is JobStatus.CANCELLED:  # tell the suppliers
                 failure = JobCancelledError(f"job {self.name!r} was cancelled")
+                return None
+            if failure is None and self._suspend_requested and self._execution.cancelled:
+                self._suspended_without_snapshot = True
+                failure = JobSuspendedError(f"job {self.name!r} was suspended")
                 return None
             if (
                 failure is None

@@ -103,3 +103,18 @@ def test_a_cancel_after_a_restart_cancels_the_job(tmp_path: Path) -> None:
     with pytest.raises(JobCancelledError):
         job.join(120)
     assert job.status is JobStatus.CANCELLED
+
+
+def test_a_job_without_a_guarantee_suspends_and_resumes_from_the_beginning(tmp_path: Path) -> None:
+    gate = Gate(tmp_path / "gate", hold_at=COUNT // 2)
+    job = LocalRunner(2).submit(counting_dag(gate), JobConfig())
+    wait_until(lambda: len(job.result("sink")) == COUNT // 2, "the first half counted")
+    started = STARTED[0]
+    job.suspend()
+    assert job.status is JobStatus.SUSPENDED
+    assert STARTED[0] == started  # nothing runs while suspended
+    gate.open()
+    job = job.resume(member_count=3)
+    job.join(120)
+    assert sorted(job.result("sink")) == expected()  # the suspended execution's output is gone
+    assert STARTED[0] == started + 3  # the new execution, on three members

@@ -13,12 +13,10 @@ local runner reads the figures when `metrics()` is called. Each test is named af
 case it ports.
 
 Differences:
-- `when_jobSuspended_then_lastExecutionMetricsReturned`: jetspark's `suspend()` needs a
-  processing guarantee (docs/getting-started.md, "Snapshots, suspend and resume"), so the job
-  runs with EXACTLY_ONCE.
-- `when_jobRestarted_then_metricsRepopulate`: Jet's `job.restart()` is a `RestartableError`
-  raised by the `NoOutputSourceP` when the test asks for it (jetspark's handle has no
-  `restart()`).
+- `when_jobSuspended_then_lastExecutionMetricsReturned` runs with EXACTLY_ONCE (a job without a
+  guarantee is suspended too, as in Jet, but this port keeps the terminal snapshot's path).
+- `when_jobRestarted_then_metricsRepopulate` uses `job.restart()`; a second case restarts after a
+  `RestartableError` raised by the `NoOutputSourceP` (jetspark only).
 - `when_jobNotYetRunning_then_emptyMetrics`: Jet's meta supplier blocks in `init`; jetspark makes
   the plan, and so calls the meta suppliers, in `submit` (docs/processor-contract.md, "A meta
   supplier's `init` or `get` error is raised by `submit`"), which then returns no handle to ask.
@@ -61,6 +59,7 @@ from jetspark import processors as P
 from jetspark.core.inbox import Inbox
 from jetspark.runners.job import JobStatus
 from jetspark.runners.local import LocalJob, LocalRunner
+from tests.waiting import wait_until
 
 MEMBER_COUNT = 2
 TIMEOUT = 60
@@ -76,6 +75,7 @@ class Record:
         self.restart_wanted = False
         #: Restarts the processors raised so far; a processor made after one knows it.
         self.generation = 0
+        self.made = 0
         self.restarted_execution_started = threading.Event()
 
 
@@ -100,6 +100,8 @@ class NoOutputSourceP(AbstractProcessor):
 
     def init_processor(self, context: ProcessorContext) -> None:
         self.generation = record.generation
+        with record.lock:
+            record.made += 1
 
     def complete(self) -> bool:
         with record.lock:
@@ -256,6 +258,21 @@ def test_JobMetrics_MiscTest__when_jobSuspended_then_lastExecutionMetricsReturne
 
 
 def test_JobMetrics_MiscTest__when_jobRestarted_then_metricsRepopulate() -> None:
+    job = submit(v1_v2(edge=True))
+    assert record.execution_started.wait(TIMEOUT)
+    with record.lock:
+        made = record.made
+    job.restart()
+    wait_until(lambda: record.made > made, "the new execution's processors")
+    assert job.status is JobStatus.RUNNING
+    assert job.restarts == 0  # asked for: not a failure
+    assert_job_has_metrics(job)
+
+    finish(job)
+    assert_job_has_metrics(job)
+
+
+def test_metrics_repopulate_after_a_restart_on_a_restartable_error() -> None:
     job = submit(v1_v2(edge=True))
     assert record.execution_started.wait(TIMEOUT)
     assert job.status is JobStatus.RUNNING

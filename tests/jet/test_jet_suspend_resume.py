@@ -8,13 +8,13 @@ parallelism 4, as Jet's 3 members with 4 cooperative threads. Jet's latches are 
 is suspended). Jet's `MockPS` counts its `init` and `close` calls and keeps the non-null errors
 given to `close`: Jet closes the suppliers of a suspended execution with a
 `JobTerminateRequestedException` (action SUSPEND), which `is_suspend` would recognise by its
-text; jetspark closes them with None (`..._closeErrorsSaySuspend`, an xfail). Each test is named after the Jet case it ports.
+text; jetspark closes them with a `JobSuspendedError` (`..._closeErrorsSaySuspend`). Each test
+is named after the Jet case it ports.
 
 Differences:
-- Jet's job has no processing guarantee; jetspark's `suspend()` takes a terminal snapshot and
-  needs one (docs/getting-started.md, "Snapshots, suspend and resume": suspend belongs to jobs
-  with a guarantee; `LocalJob.suspend` raises ValueError otherwise), so these jobs run with
-  EXACTLY_ONCE; `test_suspend_needs_a_processing_guarantee` checks the refusal.
+- As Jet's, the jobs run without a processing guarantee (a suspension stops the execution, a
+  resume starts it from the beginning); `test_a_job_with_a_guarantee_suspends_and_resumes_alike`
+  runs the first case with EXACTLY_ONCE (a terminal snapshot, restored on resume).
 - `when_cancelSuspendedJob_then_jobCancels`: Jet's cancelled job ends FAILED (with a
   `CancellationException`); jetspark's ends CANCELLED. Jet's check that the job record is
   deleted has no counterpart without a checkpoint store (tests/unit cover the store's tidying).
@@ -27,8 +27,7 @@ Differences:
 Skipped, with no counterpart: `when_coordinatorDiesWhileSuspended_then_jobResumes`,
 `when_jobSuspendedAndCoordinatorShutDown_then_jobStaysSuspended`,
 `when_jobSuspendedAndCoordinatorTerminated_then_jobStaysSuspended` (the coordinator is the
-driver's process), `when_restartSuspendedJob_then_fail` (jetspark's job handle has no
-`restart()`).
+driver's process).
 """
 
 from __future__ import annotations
@@ -121,9 +120,7 @@ def is_suspend(error: BaseException) -> bool:
     return "suspend" in f"{type(error).__name__} {error}".lower()
 
 
-def submit(
-    guarantee: ProcessingGuarantee = ProcessingGuarantee.EXACTLY_ONCE, supplier: Any = None
-) -> LocalJob:
+def submit(guarantee: ProcessingGuarantee = ProcessingGuarantee.NONE, supplier: Any = None) -> LocalJob:
     dag = DAG()
     dag.new_vertex("test", supplier or PerMember(NoOutputSourceP), PARALLELISM)
     config = JobConfig(processing_guarantee=guarantee, snapshot_interval_millis=3_600_000)
@@ -132,8 +129,8 @@ def submit(
     return job
 
 
-def suspended(supplier: Any = None) -> LocalJob:
-    job = submit(supplier=supplier)
+def suspended(supplier: Any = None, guarantee: ProcessingGuarantee = ProcessingGuarantee.NONE) -> LocalJob:
+    job = submit(guarantee, supplier=supplier)
     job.suspend(TIMEOUT)
     assert job.status is JobStatus.SUSPENDED
     return job
@@ -253,13 +250,22 @@ def test_SuspendResumeTest__when_suspendSuspendedJob_then_fail() -> None:
         job.cancel()
 
 
-def test_suspend_needs_a_processing_guarantee() -> None:
-    """jetspark only (see the module docstring): Jet suspends a job without a guarantee too."""
-    job = submit(ProcessingGuarantee.NONE)
+def test_a_job_with_a_guarantee_suspends_and_resumes_alike() -> None:
+    """jetspark only: the first case with EXACTLY_ONCE (a terminal snapshot, restored on resume)."""
+    job = suspended(guarantee=ProcessingGuarantee.EXACTLY_ONCE)
+    assert job.snapshot_count == 1  # the terminal snapshot
+    job = job.resume()
+    assert job.status is JobStatus.RUNNING
+    record.proceed.set()
+    job.join(TIMEOUT)
+    assert_closes(2 * NODE_COUNT)
+
+
+def test_SuspendResumeTest__when_restartSuspendedJob_then_fail() -> None:
+    job = suspended()
     try:
-        with pytest.raises(ValueError, match="processing guarantee"):
-            job.suspend(TIMEOUT)
-        assert job.status is JobStatus.RUNNING
+        with pytest.raises(ValueError, match="is suspended; only a running job restarts"):
+            job.restart()
+        assert job.status is JobStatus.SUSPENDED
     finally:
-        record.proceed.set()
-        job.join(TIMEOUT)
+        job.cancel()

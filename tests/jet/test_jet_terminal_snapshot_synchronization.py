@@ -1,26 +1,19 @@
 """Jet's `TerminalSnapshotSynchronizationTest` (hazelcast-jet-core, `com.hazelcast.jet.core`), ported.
 
 Jet's job: one `NoOutputSourceP` per member (local parallelism 1, 2 members), a snapshot interval
-of a day. Jet's `job.restart()` takes a terminal snapshot (with a guarantee) and starts a new
-execution; jetspark's job handle has no `restart()`, and its counterpart of a graceful restart is
-`suspend()` (a terminal snapshot, then the job stops) followed by `resume()`, on the local runner
-with 2 simulated members. Jet holds the snapshot's phase 1 back by postponing the members'
-responses (`SnapshotPhase1Operation.postponeResponses`); here each processor's
-`save_to_snapshot()` returns False (not done) until the test lets it finish. Jet's "status stays
-COMPLETING for 5 seconds" is, without a clock: once every processor is in its
-`save_to_snapshot()`, `suspend()` has not returned and the job has not ended; the snapshot
-cannot complete until the test lets it. Each test is named after the Jet case it ports.
+of a day, on the local runner with 2 simulated members; `job.restart()` as in Jet (a terminal
+snapshot with a guarantee, then a new execution; without one a new execution at once). Jet holds
+the snapshot's phase 1 back by postponing the members' responses
+(`SnapshotPhase1Operation.postponeResponses`); here each processor's `save_to_snapshot()` returns
+False (not done) until the test lets it finish. Jet's "status stays COMPLETING for 5 seconds" is,
+without a clock: once every processor is in its `save_to_snapshot()`, no new execution has
+started (no processor made again) and the job has not ended; the snapshot cannot complete until
+the test lets it. Each test is named after the Jet case it ports.
 
 Differences:
 - `when_jobRestartedGracefully_then_waitsForSnapshot__statusIsCompleting`: while the terminal
   snapshot is under way Jet's status is COMPLETING; jetspark's `JobStatus` has no such status,
   the job stays RUNNING (an xfail).
-- `when_jobRestartedForcefully_then_doesNotWaitForSnapshot`: Jet's forceful restart (a job
-  without a guarantee) starts a new execution at once, without a snapshot. jetspark has no
-  restart, and its suspend needs a processing guarantee (docs/getting-started.md, "Snapshots,
-  suspend and resume": "Suspending needs a processing guarantee"), so the port checks that
-  `suspend()` of such a job is refused and leaves the execution running: no processor is made
-  again (Jet: 4 processors made, here 2).
 """
 
 from __future__ import annotations
@@ -104,42 +97,28 @@ def setup(snapshotting: bool) -> LocalJob:
 
 
 @contextmanager
-def terminal_snapshot_held(job: LocalJob) -> Iterator[threading.Event]:
-    """Suspend `job` in another thread and hold the terminal snapshot's phase 1 until the block
-    ends; yields the event `suspend()` sets when it returns. Afterwards the job is suspended."""
-    returned = threading.Event()
-    errors: list[BaseException] = []
-
-    def suspend() -> None:
-        try:
-            job.suspend(TIMEOUT)
-        except BaseException as error:
-            errors.append(error)
-        returned.set()
-
-    suspender = threading.Thread(target=suspend, name="suspender")
-    suspender.start()
+def terminal_snapshot_held(job: LocalJob) -> Iterator[None]:
+    """Restart `job` and hold the terminal snapshot's phase 1 until the block ends; afterwards
+    the new execution has made its processors."""
+    job.restart()
     try:
         record.wait_until("in_snapshot", NODE_COUNT)  # every processor is in its phase 1
-        yield returned
+        yield
     finally:
         record.finish_snapshot.set()
-        suspender.join(TIMEOUT)
-    assert returned.is_set() and not errors, errors
-    assert job.status is JobStatus.SUSPENDED
+    record.wait_until("init_count", 2 * NODE_COUNT)  # the new execution made its own processors
+    assert job.status is JobStatus.RUNNING
 
 
 def test_TerminalSnapshotSynchronizationTest__when_jobRestartedGracefully_then_waitsForSnapshot() -> None:
     job = setup(True)
-    with terminal_snapshot_held(job) as suspend_returned:
-        assert not suspend_returned.is_set()
+    with terminal_snapshot_held(job):
+        assert record.init_count == NODE_COUNT  # no new execution before the snapshot
         assert not job.ended
-    job = job.resume()
-    assert job.status is JobStatus.RUNNING
     record.proceed.set()
     job.join(TIMEOUT)
     assert job.status is JobStatus.COMPLETED
-    assert record.init_count == 2 * NODE_COUNT  # the resumed execution made its own processors
+    assert job.snapshot_count == 1  # the terminal snapshot the new execution restored
 
 
 @pytest.mark.xfail(
@@ -156,22 +135,18 @@ def test_TerminalSnapshotSynchronizationTest__when_jobRestartedGracefully_then_w
             assert job.status.name == "COMPLETING"
     finally:
         record.proceed.set()
-        if job.status is JobStatus.SUSPENDED:
-            job = job.resume()
         job.join(TIMEOUT)
 
 
 def test_TerminalSnapshotSynchronizationTest__when_jobRestartedForcefully_then_doesNotWaitForSnapshot() -> (
     None
 ):
-    """jetspark refuses to suspend a job without a guarantee (see the module docstring)."""
     job = setup(False)
     record.wait_until("init_count", NODE_COUNT)
-    with pytest.raises(ValueError, match="processing guarantee"):
-        job.suspend(TIMEOUT)
+    job.restart()
+    record.wait_until("init_count", 2 * NODE_COUNT)  # Jet: 4 processors made, no snapshot waited for
     assert job.status is JobStatus.RUNNING
     record.proceed.set()
     job.join(TIMEOUT)
-    assert job.status is JobStatus.COMPLETED
-    assert record.init_count == NODE_COUNT
+    assert job.status.value == "completed"
     assert record.in_snapshot == 0
