@@ -101,6 +101,12 @@ def expected_rows(count: int) -> list[str]:
     return sorted(f"{k},{n}" for k in range(KEYS) for n in range(1, per_key[k] + 1))
 
 
+def committed_epochs(job: Any) -> int:
+    """Epochs the job committed in this run (its `epoch_stats()`; a job in epochs has them)."""
+    stats = job.epoch_stats()
+    return stats.committed if stats is not None else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="directory of the files sink")
@@ -137,13 +143,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("suspending ...", file=sys.stderr)
         job.suspend()
-        print(f"suspended after {job.epochs_committed} epochs; run again to resume", file=sys.stderr)
+        print(f"suspended after {committed_epochs(job)} epochs; run again to resume", file=sys.stderr)
         return 0
     rows = read_lines(args.out)
     if isinstance(job, CompletedBefore):  # it completed in an earlier run: nothing ran now
         print(f"{len(rows)} rows in {args.out}; the job completed before, nothing to do")
     else:
-        print(f"{len(rows)} rows in {args.out} after {job.epochs_committed} committed epochs")
+        print(f"{len(rows)} rows in {args.out} after {committed_epochs(job)} committed epochs")
     if count is not None:
         exact = sorted(rows) == expected_rows(count)
         print("exactly once:", exact)

@@ -16,10 +16,14 @@ so COPY is the one for high rates; an INSERT can do what COPY cannot (`ON CONFLI
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import logging
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from jetspark.core.context import ProcessorContext
+from jetspark.core.errors import RestartableError
 from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.processors.transactional import DEFAULT_MAX_TRANSACTION_ITEMS, TransactionalSinkP
 
@@ -27,6 +31,73 @@ from jetspark.processors.transactional import DEFAULT_MAX_TRANSACTION_ITEMS, Tra
 #: it: an unreachable or stalled server must not hold up the epochs long (the restore commits).
 _CONNECT_TIMEOUT = 5
 _STATEMENT_TIMEOUT = "10s"
+#: A processor's connects: attempts before it gives up, and the first wait between two (doubling).
+CONNECT_ATTEMPTS = 6
+FIRST_CONNECT_WAIT = 0.1
+
+_log = logging.getLogger(__name__)
+
+
+def _connect(dsn: str, vertex: str) -> Any:
+    """A connection, tried again while the server cannot be reached (a restart, a failover), as
+    Jet's JDBC sink reconnects: `CONNECT_ATTEMPTS` times, then a `RestartableError` (the job
+    restarts from its last snapshot, up to its runner's `max_restarts`)."""
+    import psycopg
+
+    wait = FIRST_CONNECT_WAIT
+    for attempt in range(1, CONNECT_ATTEMPTS + 1):
+        try:
+            return psycopg.connect(dsn, autocommit=True, connect_timeout=_CONNECT_TIMEOUT)
+        except psycopg.OperationalError as error:
+            if not _may_pass(error):  # a wrong password or database: trying again changes nothing
+                raise
+            if attempt == CONNECT_ATTEMPTS:
+                raise RestartableError(
+                    f"vertex {vertex!r}: cannot connect to PostgreSQL after {attempt} attempts: {error}"
+                ) from error
+            _log.warning(
+                "vertex %r: connecting to PostgreSQL failed (%s); trying again in %.1f s", vertex, error, wait
+            )
+            time.sleep(wait)
+            wait *= 2
+    raise AssertionError("unreachable")
+
+
+def _may_pass(error: Any) -> bool:
+    """A connect failure that may pass: the server not reached (refused, timed out, reset), or
+    starting, shutting down or full; not a refused login or a database or role that does not
+    exist. libpq's connect errors carry no SQLSTATE, so the server's FATAL text decides those."""
+    state = getattr(error, "sqlstate", None)
+    if state is not None and (state.startswith("28") or state == "3D000"):
+        return False
+    text = str(error)
+    return not any(sign in text for sign in _PERMANENT_CONNECT_ERRORS)
+
+
+#: What a server's refusal says when trying again cannot help (libpq's messages).
+_PERMANENT_CONNECT_ERRORS = (
+    "does not exist",
+    "authentication failed",
+    "no pg_hba.conf entry",
+    "password",
+    "invalid connection option",
+    "invalid dsn",
+)
+
+
+@contextmanager
+def _connection_loss_restarts(vertex: str, doing: str) -> Iterator[None]:
+    """A connection lost mid-statement (psycopg's `OperationalError`) takes the open transaction
+    with it: the job restarts from its last snapshot, whose restore commits or rolls back what
+    was prepared, and the items after it are written again."""
+    import psycopg
+
+    try:
+        yield
+    except psycopg.OperationalError as error:
+        raise RestartableError(
+            f"vertex {vertex!r}: PostgreSQL connection lost while {doing}: {error}"
+        ) from error
 
 
 class _PostgresP(TransactionalSinkP):
@@ -43,16 +114,17 @@ class _PostgresP(TransactionalSinkP):
         #: transaction that `_conn` may hold meanwhile.
         self._control: Any = None
         self._in_transaction = False
+        #: The vertex, for errors (set where the processor starts, or on the driver's commit).
+        self._vertex = "postgres"
 
     def is_cooperative(self) -> bool:
         return False  # database round trips block
 
     def init_processor(self, context: ProcessorContext) -> None:
-        import psycopg
-
         super().init_processor(context)
-        self._conn = psycopg.connect(self.dsn, autocommit=True)
-        self._control = psycopg.connect(self.dsn, autocommit=True)
+        self._vertex = context.vertex_name
+        self._conn = _connect(self.dsn, context.vertex_name)
+        self._control = _connect(self.dsn, context.vertex_name)
 
     def open_on_coordinator(self, job_id: str, vertex: str) -> bool:
         """`COMMIT PREPARED` works from any connection: the driver opens the control connection
@@ -61,11 +133,16 @@ class _PostgresP(TransactionalSinkP):
             import psycopg
         except ImportError:
             return False
+        self._vertex = vertex
         self._control = psycopg.connect(self.dsn, autocommit=True, connect_timeout=_CONNECT_TIMEOUT)
         self._control.execute(f"SET statement_timeout = '{_STATEMENT_TIMEOUT}'")
         return True
 
     def write(self, txn: str, items: list[Any]) -> None:
+        with _connection_loss_restarts(self._vertex, "writing"):
+            self._write(items)
+
+    def _write(self, items: list[Any]) -> None:
         conn = self._conn
         if not self._in_transaction:
             conn.execute("BEGIN")
@@ -82,14 +159,17 @@ class _PostgresP(TransactionalSinkP):
     def prepare(self, txn: str) -> None:
         from psycopg import sql
 
-        self._conn.execute(sql.SQL("PREPARE TRANSACTION {}").format(sql.Literal(txn)))
+        with _connection_loss_restarts(self._vertex, "preparing a transaction"):
+            self._conn.execute(sql.SQL("PREPARE TRANSACTION {}").format(sql.Literal(txn)))
         self._in_transaction = False
 
     def commit(self, txn: str) -> None:
         from psycopg import sql
 
-        if self._is_prepared(txn):  # not committed yet (a restore may find it committed)
-            self._control.execute(sql.SQL("COMMIT PREPARED {}").format(sql.Literal(txn)))
+        # a restart's restore commits it then (the seed: commit, or restart and commit there)
+        with _connection_loss_restarts(self._vertex, "committing a transaction"):
+            if self._is_prepared(txn):  # not committed yet (a restore may find it committed)
+                self._control.execute(sql.SQL("COMMIT PREPARED {}").format(sql.Literal(txn)))
 
     def _is_prepared(self, txn: str) -> bool:
         return (

@@ -4,6 +4,7 @@ INSERT per row, or a COPY per batch of rows, both inside the transactions the sn
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -73,3 +74,52 @@ def test_copied_rows_of_a_prepared_transaction_rolled_back_never_show(postgres_d
 def test_a_copy_that_does_not_read_from_stdin_fails_when_the_dag_is_built(statement: str) -> None:
     with pytest.raises(ValueError, match=r"postgres sink: a COPY statement must read its rows FROM STDIN"):
         P.postgres("dbname=x", statement)
+
+
+def test_a_database_that_does_not_exist_fails_the_job_at_once(postgres_dsn: str) -> None:
+    """A refused login or a wrong database is not tried again (a server not reached is)."""
+    from jetspark import JobFailedError
+    from jetspark.runners.local import LocalRunner
+
+    dag = DAG()
+    source = dag.new_vertex("source", P.from_iterable([(1, "a")]))
+    sink = dag.new_vertex("db", P.postgres(f"{postgres_dsn} dbname=nowhere_{uuid.uuid4().hex[:6]}", "INSERT"))
+    dag.edge(Edge.between(source, sink))
+    job = LocalRunner(1).submit(dag, JobConfig())
+    with pytest.raises(JobFailedError, match=r"vertex 'db'.*does not exist"):
+        job.join(60)
+    assert job.restarts == 0
+
+
+def test_a_connection_lost_mid_stream_restarts_from_the_snapshot_and_every_row_lands_once(
+    postgres_dsn: str, tmp_path: Path
+) -> None:
+    """The sink's server connection is killed between two writes: the next write finds it gone,
+    the job restarts from its last snapshot (a `RestartableError`), reconnects, and the table
+    holds every row once."""
+    from jetspark.runners.local import LocalRunner
+    from tests.gates import Gate, gated_stream
+    from tests.waiting import wait_until
+
+    table = fresh_table(postgres_dsn)
+    count = 2_000
+    gate = Gate(tmp_path / "gate", hold_at=count // 2)
+    dag = DAG()
+    source = dag.new_vertex("source", gated_stream(gate, count=count, fn=lambda n: (n, f"w{n}")))
+    sink = dag.new_vertex("db", P.postgres(postgres_dsn, f"INSERT INTO {table} (k, word) VALUES (%s, %s)"))
+    dag.edge(Edge.between(source, sink))
+    config = JobConfig(processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE, snapshot_interval_millis=20)
+    job = LocalRunner(2).submit(dag, config)
+    wait_until(lambda: job.metrics()["db"]["received"] == count // 2, "the first half written")
+    with psycopg.connect(postgres_dsn, autocommit=True) as admin:
+        killed = admin.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'"
+        ).fetchone()
+    assert killed is not None and killed[0] >= 2  # each sink processor's two connections
+    gate.open()
+    job.join(120)
+    assert job.restarts >= 1
+    assert rows_of(postgres_dsn, table) == [(n, f"w{n}") for n in range(count)]
+    with psycopg.connect(postgres_dsn) as conn:
+        assert conn.execute("SELECT count(*) FROM pg_prepared_xacts").fetchone() == (0,)

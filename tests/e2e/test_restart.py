@@ -118,3 +118,29 @@ def test_a_job_without_a_guarantee_suspends_and_resumes_from_the_beginning(tmp_p
     job.join(120)
     assert sorted(job.result("sink")) == expected()  # the suspended execution's output is gone
     assert STARTED[0] == started + 3  # the new execution, on three members
+
+
+def test_a_restart_with_a_checkpoint_store_commits_its_terminal_snapshot_there(tmp_path: Path) -> None:
+    from jetspark.checkpoint import CheckpointStore
+
+    gate = Gate(tmp_path / "gate", hold_at=COUNT // 2)
+    config = JobConfig(
+        name="restarted",
+        processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE,
+        snapshot_interval_millis=3_600_000,
+        checkpoint_root=str(tmp_path / "ck"),
+    )
+    job = LocalRunner(2).submit(counting_dag(gate), config)
+    wait_until(lambda: len(job.result("sink")) == COUNT // 2, "the first half counted")
+    store = CheckpointStore(str(tmp_path / "ck"), "restarted")
+    before = store.committed_ids()
+    started = STARTED[0]
+    job.restart()
+    wait_until(lambda: STARTED[0] > started, "the new execution")
+    assert len(store.committed_ids()) > len(before)  # the terminal snapshot, in the store
+    gate.open()
+    job.join(120)
+    assert sorted(job.result("sink")) == expected()
+    again = LocalRunner(2).submit(counting_dag(gate), config)  # completed: runs nothing
+    again.join(120)
+    assert again.result("sink") == []
