@@ -36,7 +36,7 @@ import logging
 import reprlib
 import threading
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import chain
 from typing import Any
 
@@ -141,6 +141,9 @@ class ProcessorTasklet:
         self._pending_watermarks: deque[Watermark] = deque()
         self._current_stream: InboundStream | None = None
         self._edges_to_complete: deque[InboundStream] = deque()
+        #: Inbound ordinals whose `complete_edge` returned True (a kept processor's, across Spark
+        #: epochs, include those of earlier runs: it is not told again).
+        self.completed_ordinals: set[int] = set()
         self._pruned: set[int] = set()
         self._chunks: list[list[Any]] = []
         self._done_emitted = False
@@ -196,10 +199,12 @@ class ProcessorTasklet:
                 self.outbox.forbid_offers(None)
         self.initialized = True
 
-    def go_on(self, bind: Callable[[Any, Any], None]) -> None:
+    def go_on(self, bind: Callable[[Any, Any], None], completed_ordinals: Iterable[int] = ()) -> None:
         """The processor goes on from an earlier execution with its state (a Spark epoch's state
-        cache): `bind(outbox, context)` replaces `init`, and nothing is restored."""
+        cache): `bind(outbox, context)` replaces `init`, and nothing is restored; the edges of
+        `completed_ordinals` ended for it before, so their end is not reported again."""
         self._bind = bind
+        self.completed_ordinals = set(completed_ordinals)
         self._restore_entries = None
         self.state = self._processing_start_state()
 
@@ -281,9 +286,13 @@ class ProcessorTasklet:
 
     def _complete_edge(self) -> bool:
         stream = self._edges_to_complete[0]
-        done = self.processor.complete_edge(stream.ordinal)
+        if stream.ordinal in self.completed_ordinals:
+            done = True  # it ended for this processor before (a kept one's earlier epoch)
+        else:
+            done = self.processor.complete_edge(stream.ordinal)
         if done is True:
             self._check_nothing_refused("complete_edge")
+            self.completed_ordinals.add(stream.ordinal)
             self._edges_to_complete.popleft()
             if (
                 self._edges_to_complete

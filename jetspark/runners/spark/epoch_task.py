@@ -162,6 +162,8 @@ class EpochTask:
         #: Vertices whose processors may be kept after this epoch, and those kept from the last.
         self.keeping: set[str] = set()
         self.kept: dict[str, list[Processor]] = {}
+        #: Per kept vertex, per processor: the inbound ordinals it completed in earlier epochs.
+        self.kept_edges: dict[str, list[frozenset[int]]] = {}
         #: Per kept vertex: its processors' own counters when they were taken from the cache.
         self._counted_before: dict[str, dict[str, int]] = {}
 
@@ -204,7 +206,7 @@ class EpochTask:
         kept: dict[str, list[Processor]] = {}
         for vertex in sorted(eligible):
             files = [(f.name, f.sha256) for f in member_files(manifest, vertex, self._name(vertex))]
-            processors = state_cache.take(
+            taken = state_cache.take(
                 plan.job_id,
                 vertex,
                 self.member,
@@ -215,8 +217,11 @@ class EpochTask:
                 if manifest.partition_count == plan.arrangement.partition_count
                 else -1,
             )
+            processors = taken.processors if taken is not None else None
             if processors is not None and len(processors) == plan.vertices[vertex].local_parallelism:
+                assert taken is not None
                 kept[vertex] = processors
+                self.kept_edges[vertex] = taken.completed_edges
                 baseline = self._counted_before.setdefault(vertex, {})
                 for processor in processors:  # their own counters so far were reported already
                     for name, value in processor.custom_metrics().items():
@@ -257,7 +262,12 @@ class EpochTask:
                 if self.context is not None:
                     self.context.incremental.discard(vertex)
             if vertex in self.kept:
-                tasklet.go_on(functools.partial(state_cache.rebind, tasklet.processor))
+                edges = self.kept_edges.get(vertex, [])
+                position = next(i for i, p in enumerate(self.kept[vertex]) if p is tasklet.processor)
+                tasklet.go_on(
+                    functools.partial(state_cache.rebind, tasklet.processor),
+                    edges[position] if position < len(edges) else frozenset(),
+                )
             if vertex in self.keeping:
                 tasklet.close_deferred = True
 
@@ -295,6 +305,7 @@ class EpochTask:
                     self.plan.member_count,
                     self.plan.arrangement.partition_count,
                     self.stage,
+                    completed_edges=[frozenset(t.completed_ordinals) for t in group],
                 )
                 state_cache.put(self.plan.job_id, vertex, self.member, kept)
                 kept_any = True

@@ -62,6 +62,9 @@ class Kept:
     #: The stage of the vertex: what the handoff's registry names (-1: not advertised).
     stage: int = -1
     used: float = attrs.field(factory=time.monotonic)
+    #: Per processor, the inbound ordinals whose `complete_edge` returned True: a kept processor
+    #: is not told again that an edge ended (a completed producer ends it in every epoch).
+    completed_edges: list[frozenset[int]] = attrs.field(factory=list)
 
 
 Key = tuple[str, str, int]  # (job id, vertex, member)
@@ -105,7 +108,7 @@ def take(
     committed_file: tuple[str, str] | None,
     member_count: int,
     partition_count: int,
-) -> list[Processor] | None:
+) -> Kept | None:
     """The processors kept for (job, vertex, member) if they are exactly the state of committed
     snapshot `restore_id`, whose file for this member and vertex is `committed_file`; they leave
     the cache (a failed task must not leave them behind). Anything kept that does not match is
@@ -122,7 +125,7 @@ def take(
         and kept.member_count == member_count
         and kept.partition_count == partition_count
     ):
-        return kept.processors
+        return kept
     _dropped([(key, kept)])
     return None
 

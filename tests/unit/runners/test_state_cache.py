@@ -64,7 +64,7 @@ def take(restore_id: int, file: tuple[str, str] | None = ("v0001-m00000-a7.snap"
 
 def test_processors_kept_at_snapshot_e_come_back_when_the_epoch_restores_that_committed_file() -> None:
     processors = keep(5)
-    assert take(5) == processors
+    assert take(5).processors == processors
     assert [p.closed for p in processors] == [0, 0]
     assert state_cache.size() == 0  # taken out: a task that fails does not leave them behind
 
