@@ -114,7 +114,6 @@ class LocalJob(JobHandle):
         self._snapshot_context: SnapshotContext | None = None
         self._tasklets: list[ProcessorTasklet] = []
         self._snapshot_blockers: list[ProcessorTasklet] = []
-        self._metrics_base: dict[str, dict[str, int]] = {}
         #: Snapshots asked for by suspend() / export_snapshot(), oldest first: (terminal, export name).
         self._requests: deque[tuple[bool, str | None]] = deque()
         self._next_snapshot_at = 0.0
@@ -312,14 +311,14 @@ class LocalJob(JobHandle):
         return self._results.items(vertex)
 
     def metrics(self) -> dict[str, dict[str, int]]:
-        """Per vertex: items `received` into inboxes and `emitted` downstream, over all executions
-        (a vertex pruned everywhere counts zero); and now, its watermarks and pending counts
+        """Per vertex: items `received` into inboxes and `emitted` downstream by the latest
+        execution (as Jet's, the counts start over when the job restarts or resumes; a vertex
+        pruned everywhere counts zero); and now, its watermarks and pending counts
         (`runners.member.tasklet_status`)."""
         out = {
             vertex: dict.fromkeys(("received", "emitted", BACKPRESSURED_MS, *PENDING_FIGURES), 0)
             for vertex in self.prepared.names
         }
-        add_metrics(out, self._metrics_base)
         tasklets = self._tasklets
         add_metrics(out, tasklet_metrics(tasklets))
         for vertex, figures in tasklet_status(tasklets).items():
@@ -402,7 +401,6 @@ class LocalJob(JobHandle):
         if error is not None:
             _log.warning("job %r: %s; restart %d from the beginning", self.name, error, self.restarts)
         self._results = ResultCollector()
-        self._metrics_base = {}
         self._tasklets = []
         if self._staging is not None:
             self._attempts += 1
@@ -423,7 +421,6 @@ class LocalJob(JobHandle):
         return None
 
     def _execute(self, restore: Snapshot | None, first_plan: ExecutionPlan | None) -> BaseException | None:
-        add_metrics(self._metrics_base, tasklet_metrics(self._tasklets))
         self._tasklets = []
         self._execution = None
         plan = None

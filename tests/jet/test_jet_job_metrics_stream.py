@@ -20,13 +20,7 @@ Differences:
 - Jet's cancelled job ends FAILED; jetspark's CANCELLED (docs/architecture.md, "a cancel stays
   cancelled"). `when_jobCancelled_then_terminalMetricsExist` waits for the counts before the
   cancel, so that the cancel does not cut items in flight, and checks they are kept after it.
-- `when_suspendAndResume_then_metricsReset`: Jet's metrics count the current execution only, so
-  they start over after a resume; jetspark's local runner sums them over the restarts from a
-  snapshot, a resume included (docs/getting-started.md, "Reading results and metrics"): the
-  port expects the counts of the whole job (7 and 3 after the resume where Jet has 2 and 1).
-  Jet's `assertTrueAllTheTime(..., 5)` while suspended is one check (no sleeps).
-- `when_jobRestarted_then_metricsReset` and `..._withJournal`: a job without a processing
-  guarantee restarts from the beginning and counts its last run only, as Jet's.
+- As Jet's, the counts are the latest execution's: they start over after a resume or a restart.
 """
 
 from __future__ import annotations
@@ -219,7 +213,6 @@ def test_JobMetrics_StreamTest__when_jobCancelled_then_terminalMetricsExist() ->
 
 
 def test_JobMetrics_StreamTest__when_suspendAndResume_then_metricsReset() -> None:
-    """The counts go on over the resume (jetspark's choice, see the module docstring)."""
     put_into_map(2, 1)
     job = submit(ProcessingGuarantee.EXACTLY_ONCE)
     try:
@@ -237,14 +230,14 @@ def test_JobMetrics_StreamTest__when_suspendAndResume_then_metricsReset() -> Non
         job.resume()
         assert status_of(job) is JobStatus.RUNNING
         assert_sink_size(4)
-        eventually(lambda: assert_metrics(job, 5 + 2, 2 + 1))  # Jet: (2, 1)
+        eventually(lambda: assert_metrics(job, 2, 1))
 
         put_into_map(1, 1)
         assert_sink_size(5)
-        eventually(lambda: assert_metrics(job, 5 + 4, 2 + 2))  # Jet: (4, 2)
+        eventually(lambda: assert_metrics(job, 4, 2))
     finally:
         cancel(job)
-    assert_metrics(job, 5 + 4, 2 + 2)
+    assert_metrics(job, 4, 2)
 
 
 def test_JobMetrics_StreamTest__when_jobRestarted_then_metricsReset() -> None:
