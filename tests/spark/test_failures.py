@@ -309,3 +309,43 @@ def test_under_a_users_own_session_a_failed_task_logs_its_traceback_once_and_rea
     assert len(records) == 1 and len(records[0]) < 600, records
     errors = [line for line in log.splitlines() if " ERROR " in line]
     assert errors and all("JETSPARK_FAILURE" not in line and len(line) < 300 for line in errors), errors
+
+
+class MarkAt:
+    """The source's step: appends a line to `path` each time item `at` is made (once a run)."""
+
+    def __init__(self, at: int, path: str) -> None:
+        self.at, self.path = at, path
+
+    def __call__(self, seq: int) -> int:
+        if seq == self.at:
+            with open(self.path, "a", encoding="ascii") as file:
+                file.write("reached\n")
+        return seq
+
+
+def test_restart_runs_a_batch_job_again_from_the_beginning(spark: Any, tmp_path: Path) -> None:
+    """Jet's `Job.restart()` on a batch job: the running Spark job is cancelled and the job runs
+    again from the beginning; the sink keeps the new run's items only, and no failure is counted."""
+    from tests.gates import Gate, gated_stream
+
+    count, marks = 400, tmp_path / "marks"
+    gate = Gate(tmp_path / "gate", hold_at=count // 2)
+    dag = DAG()
+    source = dag.new_vertex("source", gated_stream(gate, count=count, fn=MarkAt(count // 2 - 1, str(marks))))
+    dag.edge(Edge.between(source, dag.new_vertex("sink", collect())))
+    job = SparkRunner(spark).submit(dag, JobConfig(member_count=2))
+
+    def runs_at_gate() -> int:
+        return len(marks.read_text().splitlines()) if marks.exists() else 0
+
+    wait_until(lambda: runs_at_gate() == 1, "the first run at the gate")
+    job.restart()
+    wait_until(lambda: runs_at_gate() == 2, "a second run at the gate")
+    assert job.status is JobStatus.RUNNING
+    gate.open()
+    job.join(120)
+    assert sorted(job.result("sink")) == list(range(count))  # the first run's items are gone
+    assert job.restarts == 0
+    with pytest.raises(ValueError, match="only a running job restarts"):
+        job.restart()

@@ -135,6 +135,8 @@ class SparkJob(SparkHandle):
         self._committing = False
         #: What the last execution brought to the driver; None when none ran to the end.
         self._records: list[Record] | None = None
+        #: `restart()` cancelled the running Spark job: the next execution starts from the beginning.
+        self._restart_requested = False
 
     # ---- control --------------------------------------------------------------------------
 
@@ -212,7 +214,28 @@ class SparkJob(SparkHandle):
         except BaseException as failure:
             return Step(self._translate(failure))
 
+    def restart(self) -> None:
+        """Jet's `Job.restart()` for a batch job: cancel the running Spark job and run the job
+        again from the beginning on new RDDs (as after a `RestartableError`, but not counted as a
+        failure); the collected items and staged files of the cancelled run are dropped. Returns
+        at once; a job already committing its output completes."""
+        with self._lock:
+            if self._finished.is_set() or self.status is not JobStatus.RUNNING or self._committing:
+                raise ValueError(f"job {self.name!r} is {self.status.value}; only a running job restarts")
+            if self._rebuild is None:
+                raise ValueError(f"job {self.name!r} cannot be restarted: its RDDs cannot be built again")
+            self._restart_requested = True
+        self.spark.sparkContext.cancelJobGroup(self.group)
+
     def verdict(self, error: BaseException) -> tuple[Verdict, BaseException]:
+        if self._restart_requested and self.status is JobStatus.RUNNING:
+            self._restart_requested = False
+            _log.info("job %r: restarted by restart(); running it again from the beginning", self.name)
+            self._unpersist()
+            if self._live is not None:
+                self._live.reset()
+            self._final_rdd = None  # built again by the next execution
+            return Verdict.AGAIN, error
         if self._rebuild is None or not restartable(error) or self.status is not JobStatus.RUNNING:
             return Verdict.FAIL, error
         return Verdict.RESTART, error
