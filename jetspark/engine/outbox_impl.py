@@ -81,6 +81,11 @@ class OutboxImpl(Outbox):
         self.batch_size = batch_size
         self.buffers: list[list[Any]] = [[] for _ in self.collectors]
         self._last_watermarks: list[int] = [_BELOW_EVERY_TIMESTAMP] * len(self.collectors)
+        #: Per ordinal: the watermark an earlier execution sent last, sent again at this one's
+        #: start (`replay_watermarks`); the processor's own offers up to it are dropped, not refused.
+        self._replayed: list[int] = [_BELOW_EVERY_TIMESTAMP] * len(self.collectors)
+        #: Per ordinal: the last watermark sent was the idle marker.
+        self._idle_last: list[bool] = [False] * len(self.collectors)
         self.snapshot_buffer: list[SnapshotEntry] = []
         self._snapshot_sink = snapshot_sink
         self._partition_count = partition_count
@@ -446,6 +451,29 @@ class OutboxImpl(Outbox):
             collector.offer_special(item)
         return True
 
+    def watermark_state(self) -> list[tuple[int | None, bool]]:
+        """Per ordinal: the last rising watermark sent (None: none) and whether the idle marker
+        followed it; what `replay_watermarks` sends again in a later execution."""
+        return [
+            (None if last == _BELOW_EVERY_TIMESTAMP else int(last), idle)
+            for last, idle in zip(self._last_watermarks, self._idle_last)
+        ]
+
+    def replay_watermarks(self, state: Sequence[tuple[int | None, bool]]) -> None:
+        """At the start of an execution that goes on from an earlier one with the same processor
+        (a Spark epoch's state cache): send each ordinal the watermark (and idle marker) it was
+        sent last, since the consumers are new and wait for a watermark from every producer: a
+        producer with nothing new in this execution would otherwise hold their event time back."""
+        for ordinal, (last, idle) in enumerate(state[: len(self.collectors)]):
+            collector = self.collectors[ordinal]
+            if last is not None:
+                collector.offer_special(Watermark(last))
+                self._last_watermarks[ordinal] = last
+                self._replayed[ordinal] = last
+            if idle:
+                collector.offer_special(Watermark(IDLE_TIMESTAMP))
+                self._idle_last[ordinal] = True
+
     def output_watermark(self) -> int | None:
         """The lowest last watermark over the outbound edges; None until every edge has one."""
         if not self._last_watermarks:
@@ -559,6 +587,9 @@ class OutboxImpl(Outbox):
             if ordinal in accepted:
                 continue
             if rising and timestamp <= last[ordinal]:
+                if timestamp <= self._replayed[ordinal]:  # sent at this execution's start already
+                    accepted.add(ordinal)
+                    continue
                 raise ProcessorContractError(
                     f"{self.owner}: watermark {timestamp} offered to ordinal {ordinal} is not greater than "
                     f"the previous one ({last[ordinal]}); watermarks must rise"
@@ -568,6 +599,7 @@ class OutboxImpl(Outbox):
             self.collectors[ordinal].offer_special(watermark)
             if rising:
                 last[ordinal] = timestamp
+            self._idle_last[ordinal] = not rising
             accepted.add(ordinal)
         if len(accepted) == len(ordinals):
             self._clear_unfinished()

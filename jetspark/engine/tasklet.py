@@ -144,6 +144,10 @@ class ProcessorTasklet:
         #: Inbound ordinals whose `complete_edge` returned True (a kept processor's, across Spark
         #: epochs, include those of earlier runs: it is not told again).
         self.completed_ordinals: set[int] = set()
+        #: A kept processor's (`go_on`): what its outbound edges were sent last, and the last
+        #: watermark it was given, in the earlier execution.
+        self._replay_watermarks: list[tuple[int | None, bool]] = []
+        self._given_before: int | None = None
         self._pruned: set[int] = set()
         self._chunks: list[list[Any]] = []
         self._done_emitted = False
@@ -188,6 +192,8 @@ class ProcessorTasklet:
     def init(self) -> None:
         if self._bind is not None:
             self._bind(self.outbox, self.context)
+            if self._replay_watermarks:
+                self.outbox.replay_watermarks(self._replay_watermarks)
         else:
             # the outbox is for the processing methods: Jet's refuses every offer before its
             # first call (no batch budget yet), and an item offered here would reach downstream
@@ -199,12 +205,22 @@ class ProcessorTasklet:
                 self.outbox.forbid_offers(None)
         self.initialized = True
 
-    def go_on(self, bind: Callable[[Any, Any], None], completed_ordinals: Iterable[int] = ()) -> None:
+    def go_on(
+        self,
+        bind: Callable[[Any, Any], None],
+        completed_ordinals: Iterable[int] = (),
+        watermarks: Sequence[tuple[int | None, bool]] = (),
+        input_watermark: int | None = None,
+    ) -> None:
         """The processor goes on from an earlier execution with its state (a Spark epoch's state
         cache): `bind(outbox, context)` replaces `init`, and nothing is restored; the edges of
-        `completed_ordinals` ended for it before, so their end is not reported again."""
+        `completed_ordinals` ended for it before, so their end is not reported again; its
+        outbound edges get the `watermarks` it sent last again (`OutboxImpl.replay_watermarks`),
+        and it is not given a watermark again up to the `input_watermark` it was given."""
         self._bind = bind
         self.completed_ordinals = set(completed_ordinals)
+        self._replay_watermarks = list(watermarks)
+        self._given_before = self.input_watermark = input_watermark
         self._restore_entries = None
         self.state = self._processing_start_state()
 
@@ -506,6 +522,8 @@ class ProcessorTasklet:
         watermark = pending[0]
         if watermark.is_idle():
             done = self.outbox.offer(watermark) if self.outbox.bucket_count() else True
+        elif self._given_before is not None and watermark.timestamp <= self._given_before:
+            done = True  # a kept processor had it in an earlier execution
         else:
             done = self.processor.try_process_watermark(watermark)
             if done is True:

@@ -116,6 +116,7 @@ class EventTimeMapper:
         "_last_wm",
         "_changed",
         "_offset",
+        "_replay",
         "_restored",
         "_tops",
     )
@@ -133,6 +134,8 @@ class EventTimeMapper:
         self._last_wm: Any = _NEVER
         self._idle_forwarded = False
         self._restored = False
+        #: The restored watermark is handed out once more (`hand_out_restored_again`).
+        self._replay = False
         self._changed = False
 
     @property
@@ -161,6 +164,13 @@ class EventTimeMapper:
         self._last_wm = last_wm
         if len(tops) == len(self._tops):
             self._tops = list(tops)
+
+    def hand_out_restored_again(self) -> None:
+        """The next `watermark` call hands the restored watermark out once more. On Spark each
+        epoch restores, and its consumers are new and wait for a watermark from every producer:
+        a source with nothing new would hold their event time back for ever. (Jet's mapper does
+        not: its executions are long-lived.)"""
+        self._replay = self._restored
 
     def lift(self, timestamp: int) -> None:
         """A watermark of `timestamp` went out from elsewhere (passed on from upstream): later
@@ -194,6 +204,10 @@ class EventTimeMapper:
 
     def watermark(self, now: float) -> Watermark | None:
         """The watermark (or `IDLE_MESSAGE`) to emit now, or None; it counts as emitted."""
+        if self._replay:
+            self._replay = False
+            if self._last_wm != _NEVER:
+                return Watermark(int(self._last_wm))
         idle_after = self._idle_seconds
         if idle_after is None:
             if not self._changed:  # no top rose since the last call: nothing can have changed
@@ -249,6 +263,8 @@ class _InsertWatermarksP(AbstractProcessor):
         self._clock = time.monotonic
         self._chunk: list[Any] = []
         self._scratch: list[Any] = []
+        #: This processor's own saved state, found among the restored entries.
+        self._own_state: Any = None
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
         try:
@@ -350,12 +366,33 @@ class _InsertWatermarksP(AbstractProcessor):
         return True
 
     def save_to_snapshot(self) -> bool:
-        return self.outbox.offer_to_snapshot(
-            BroadcastKey(("insert-watermarks", self.context.global_processor_index)), self._mapper.state()
-        )
+        context = self.context
+        key = ("insert-watermarks", context.global_processor_index, context.total_parallelism)
+        return self.outbox.offer_to_snapshot(BroadcastKey(key), self._mapper.state())
 
     def restore_from_snapshot_entry(self, key: Any, value: Any) -> None:
+        """Every processor's state comes to every processor (a broadcast key). On the same
+        parallelism a processor takes its own; on another (or from an older snapshot without the
+        parallelism in its key) the lowest of all, so that no watermark runs ahead of its
+        source's items. Taking the lowest on the same parallelism too (Jet's choice) held every
+        processor at the lowest one's watermark after each restore: on Spark, where each epoch
+        restores, a source with nothing new dragged the others back for ever."""
+        parts = key.key if isinstance(key, BroadcastKey) else key
+        context = self.context
+        same_parallelism = len(parts) == 3 and parts[2] == context.total_parallelism
+        if same_parallelism:
+            if parts[1] == context.global_processor_index:
+                self._own_state = value
+            return
         self._mapper.restore(value)
+
+    def finish_snapshot_restore(self) -> bool:
+        if self._own_state is not None:
+            self._mapper.restore(self._own_state)
+            self._own_state = None
+        if self.context.in_epochs:
+            self._mapper.hand_out_restored_again()
+        return True
 
     def try_process_watermark(self, watermark: Watermark) -> bool:
         """An upstream watermark above every one emitted here goes on (as in Jet, whose processor

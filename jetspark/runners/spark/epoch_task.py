@@ -19,7 +19,8 @@ from __future__ import annotations
 import base64
 import functools
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
@@ -162,8 +163,8 @@ class EpochTask:
         #: Vertices whose processors may be kept after this epoch, and those kept from the last.
         self.keeping: set[str] = set()
         self.kept: dict[str, list[Processor]] = {}
-        #: Per kept vertex, per processor: the inbound ordinals it completed in earlier epochs.
-        self.kept_edges: dict[str, list[frozenset[int]]] = {}
+        #: Per kept vertex: what its processors carry from the last epoch (`state_cache.Kept`).
+        self.kept_from: dict[str, state_cache.Kept] = {}
         #: Per kept vertex: its processors' own counters when they were taken from the cache.
         self._counted_before: dict[str, dict[str, int]] = {}
 
@@ -221,7 +222,7 @@ class EpochTask:
             if processors is not None and len(processors) == plan.vertices[vertex].local_parallelism:
                 assert taken is not None
                 kept[vertex] = processors
-                self.kept_edges[vertex] = taken.completed_edges
+                self.kept_from[vertex] = taken
                 baseline = self._counted_before.setdefault(vertex, {})
                 for processor in processors:  # their own counters so far were reported already
                     for name, value in processor.custom_metrics().items():
@@ -262,11 +263,13 @@ class EpochTask:
                 if self.context is not None:
                     self.context.incremental.discard(vertex)
             if vertex in self.kept:
-                edges = self.kept_edges.get(vertex, [])
-                position = next(i for i, p in enumerate(self.kept[vertex]) if p is tasklet.processor)
+                taken = self.kept_from.get(vertex)
+                i = next(i for i, p in enumerate(self.kept[vertex]) if p is tasklet.processor)
                 tasklet.go_on(
                     functools.partial(state_cache.rebind, tasklet.processor),
-                    edges[position] if position < len(edges) else frozenset(),
+                    _nth(taken.completed_edges if taken else [], i, frozenset()),
+                    _nth(taken.sent_watermarks if taken else [], i, []),
+                    _nth(taken.given_watermarks if taken else [], i, None),
                 )
             if vertex in self.keeping:
                 tasklet.close_deferred = True
@@ -306,6 +309,8 @@ class EpochTask:
                     self.plan.arrangement.partition_count,
                     self.stage,
                     completed_edges=[frozenset(t.completed_ordinals) for t in group],
+                    sent_watermarks=[t.outbox.watermark_state() for t in group],
+                    given_watermarks=[t.input_watermark for t in group],
                 )
                 state_cache.put(self.plan.job_id, vertex, self.member, kept)
                 kept_any = True
@@ -528,3 +533,11 @@ class EpochTask:
             if t.last_snapshot_id < self.spec.epoch
         )
         return SnapshotFilesRecord(carrier, stage, self.member, tuple(self.files), completed, self.idle_share)
+
+
+T = TypeVar("T")
+
+
+def _nth(values: Sequence[T], index: int, default: T) -> T:
+    """`values[index]`, or `default` when there are not that many (an older entry's list)."""
+    return values[index] if index < len(values) else default

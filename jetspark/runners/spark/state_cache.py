@@ -65,6 +65,11 @@ class Kept:
     #: Per processor, the inbound ordinals whose `complete_edge` returned True: a kept processor
     #: is not told again that an edge ended (a completed producer ends it in every epoch).
     completed_edges: list[frozenset[int]] = attrs.field(factory=list)
+    #: Per processor: what each outbound edge was sent last (watermark, idle marker after it),
+    #: sent again in the next epoch, whose consumers wait for a watermark from every producer.
+    sent_watermarks: list[list[tuple[int | None, bool]]] = attrs.field(factory=list)
+    #: Per processor: the last watermark it was given (None: none).
+    given_watermarks: list[int | None] = attrs.field(factory=list)
 
 
 Key = tuple[str, str, int]  # (job id, vertex, member)

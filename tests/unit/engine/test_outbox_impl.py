@@ -872,3 +872,24 @@ def test_backpressure_is_the_time_a_full_queue_held_items_back(monkeypatch: pyte
     assert outbox.backpressured_seconds() == 2.0
     assert outbox.offer("d") and outbox.flush()  # room downstream: no back-pressure
     assert outbox.backpressured_seconds() == 2.0
+
+
+# ---- watermarks sent again at a new execution's start (Spark's state cache) -------------------
+
+
+def test_a_kept_processor_sends_each_edge_its_last_watermark_again_and_its_own_repeat_is_dropped() -> None:
+    before, (q0, q1) = outbox_to([10, 10])
+    assert before.offer_to(0, Watermark(5)) and before.offer_to(1, Watermark(7)) and before.offer(IDLE_MESSAGE)
+    assert before.offer_to(0, Watermark(6))  # edge 0 active again after the idle marker
+    assert before.watermark_state() == [(6, False), (7, True)]
+    drain(q0), drain(q1)
+
+    after, (r0, r1) = outbox_to([10, 10])  # the next epoch's outbox: new consumers
+    after.replay_watermarks(before.watermark_state())
+    assert drain(r0) == [Watermark(6)] and drain(r1) == [Watermark(7), IDLE_MESSAGE]
+    assert after.offer(Watermark(6))  # the processor forwards what it had forwarded: dropped
+    assert after.flush() and drain(r0) == [] and drain(r1) == []
+    assert after.offer(Watermark(8)) and after.flush()
+    assert drain(r0) == [Watermark(8)] and drain(r1) == [Watermark(8)]
+    with pytest.raises(ProcessorContractError, match="watermarks must rise"):
+        after.offer(Watermark(8))  # above the replayed ones the contract check stands
