@@ -879,7 +879,9 @@ def test_backpressure_is_the_time_a_full_queue_held_items_back(monkeypatch: pyte
 
 def test_a_kept_processor_sends_each_edge_its_last_watermark_again_and_its_own_repeat_is_dropped() -> None:
     before, (q0, q1) = outbox_to([10, 10])
-    assert before.offer_to(0, Watermark(5)) and before.offer_to(1, Watermark(7)) and before.offer(IDLE_MESSAGE)
+    assert (
+        before.offer_to(0, Watermark(5)) and before.offer_to(1, Watermark(7)) and before.offer(IDLE_MESSAGE)
+    )
     assert before.offer_to(0, Watermark(6))  # edge 0 active again after the idle marker
     assert before.watermark_state() == [(6, False), (7, True)]
     drain(q0), drain(q1)
