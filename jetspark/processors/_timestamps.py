@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import numbers
 import time
 from collections.abc import Callable
 from typing import Any
@@ -31,11 +32,13 @@ def bad_timestamp(vertex: str, timestamp_fn: Callable[[Any], Any], item: Any) ->
         value = timestamp_fn(item)
     except Exception:  # the original error is the one to show
         return None
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         return None
     hint = ""
     if isinstance(value, datetime.datetime):
         hint = " (for a datetime: int(value.timestamp() * 1000))"
+    elif isinstance(value, float):  # time.time(), or ms / 1000: frames and windows need ints
+        hint = " (a float: int(value) if it is milliseconds, int(value * 1000) if seconds)"
     return TypeError(
         f"vertex {vertex!r}: the timestamp function returned {value!r} "
         f"({type(value).__name__}) for item {item!r}; timestamps are int milliseconds since "

@@ -237,6 +237,8 @@ class EventTimeMapper:
         """The watermark for the top timestamp `top` (lag and throttling applied), if it rises."""
         if top == _NEVER:
             return None
+        if isinstance(top, float):  # seconds from time.time()? frames and windows need ints
+            raise TypeError(f"timestamp {top!r} is not an int (timestamps are int milliseconds)")
         wm = top - self._lag
         if self._frame > 1:
             wm -= (wm - self._offset) % self._frame

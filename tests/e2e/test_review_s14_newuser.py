@@ -147,11 +147,6 @@ def test_session_window_on_a_unicast_edge_is_refused_or_correct() -> None:
 # --- 3. a float timestamp (seconds from time.time(), or ms / 1000) fails obscurely -------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a float timestamp fails in the frames stage with a bare \"'float' object cannot be "
-    'interpreted as an integer", not the documented message naming the value and the item',
-)
 def test_a_float_timestamp_fails_with_a_message_naming_the_value() -> None:
     # docs/event-time.md: "Timestamps are int milliseconds ... A timestamp function that returns a
     # datetime (or a string) fails the job with a TypeError naming the vertex, the value and the
