@@ -79,7 +79,10 @@ class WatermarkWatch:
         logger.warning(
             "vertex %r: %s for %.0f s without any watermark: its windows close only at the end "
             "of the input; in a stream, put insert_watermarks (or a source that emits watermarks) "
-            "upstream",
+            "upstream; if it is there, a source processor that reads nothing (a member without a "
+            "file or partition) holds the watermark back: give insert_watermarks an "
+            "idle_timeout_millis; and a processor between them that overrides try_process_watermark "
+            "must emit the watermark it gets",
             context.vertex_name,
             what,
             now - self._since,

@@ -236,11 +236,6 @@ def test_no_watermark_warning_names_the_processor_that_drops_them(
     assert any("enrich" in message for message in _warnings(caplog)), _warnings(caplog)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="one log file on two members: the member without a file never sends a watermark, "
-    "windows never close, and the warning says to add insert_watermarks instead of idle_timeout_millis",
-)
 def test_one_file_on_two_members_warns_about_the_idle_source_processor(
     tmp_path: Any, caplog: pytest.LogCaptureFixture, quick_watermark_warning: None
 ) -> None:
