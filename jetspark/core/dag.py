@@ -86,6 +86,24 @@ def _check_isolated_input(edge: Edge) -> None:
         )
 
 
+def _check_keyed_input(edge: Edge) -> None:
+    """Refuse an edge that would split one key's items across the processors of a vertex that
+    must see each key in one processor (`ProcessorMetaSupplier.keyed_input_reason`): any edge
+    not partitioned by key, unless the vertex has one processor per member (then one member is
+    right: `planning.keyed_inputs` checks the member count when the job is planned)."""
+    destination = edge.destination
+    assert destination is not None
+    reason = destination.meta_supplier.keyed_input_reason()
+    if reason is None or edge.routing is RoutingPolicy.PARTITIONED or destination.local_parallelism == 1:
+        return
+    raise DagValidationError(
+        f"edge {edge.name}: vertex {destination.name!r} ({reason}) needs an edge partitioned by its "
+        f"key, got {edge.routing.value}{' distributed' if edge.is_distributed else ''}: one key's items "
+        f"would be split across its processors and give wrong results; use "
+        f"Edge.between({_spelled(edge.source)}, {_spelled(destination)}).partitioned(key_fn).distributed()"
+    )
+
+
 def _first_free(used: set[int]) -> int:
     return next(ordinal for ordinal in range(len(used) + 1) if ordinal not in used)
 
@@ -146,6 +164,7 @@ class DAG:
                     f"{edge.destination.name!r} is already used by {other.name}; {self._ordinal_advice(edge)}"
                 )
         _check_isolated_input(edge)
+        _check_keyed_input(edge)
         self._edges.append(edge)
         return self
 
@@ -278,6 +297,7 @@ class DAG:
             if e.queue_size < 1:
                 raise DagValidationError(f"edge {e.name}: queue size must be >= 1, got {e.queue_size}")
             _check_isolated_input(e)
+            _check_keyed_input(e)
 
     def to_dot(
         self, default_local_parallelism: int = -1, default_queue_size: int = DEFAULT_QUEUE_SIZE

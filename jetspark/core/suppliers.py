@@ -64,25 +64,46 @@ class ProcessorSupplier(abc.ABC):
         """What `ProcessorMetaSupplier.of(this).isolated_input_reason()` answers. Default: None."""
         return None
 
+    def keyed_input_reason(self) -> str | None:
+        """What `ProcessorMetaSupplier.of(this).keyed_input_reason()` answers. Default: None."""
+        return None
+
     def snapshot_committer(self, job_id: str, vertex: str) -> SnapshotCommitter | None:
         """What `ProcessorMetaSupplier.of(this).snapshot_committer()` answers. Default: None."""
         return None
 
     @staticmethod
-    def of(factory: Callable[[], Processor], does_work_without_input: bool = True) -> ProcessorSupplier:
+    def of(
+        factory: Callable[[], Processor],
+        does_work_without_input: bool = True,
+        *,
+        keyed_input_reason: str | None = None,
+    ) -> ProcessorSupplier:
         """A supplier that calls `factory` once per processor. Pass `does_work_without_input=False`
         when a processor that receives nothing emits nothing and has no effect (a sink, a
-        transform), so that the planner may prune it (`ProcessorMetaSupplier.does_work_without_input`)."""
-        return _FactorySupplier(factory, does_work_without_input)
+        transform), so that the planner may prune it (`ProcessorMetaSupplier.does_work_without_input`).
+        Pass a `keyed_input_reason` when each key's items must all reach one processor (a keyed
+        aggregation): the DAG then refuses an inbound edge not partitioned by key
+        (`ProcessorMetaSupplier.keyed_input_reason`)."""
+        return _FactorySupplier(factory, does_work_without_input, keyed_input_reason)
 
 
 class _FactorySupplier(ProcessorSupplier):
-    def __init__(self, factory: Callable[[], Processor], does_work_without_input: bool = True) -> None:
+    def __init__(
+        self,
+        factory: Callable[[], Processor],
+        does_work_without_input: bool = True,
+        keyed_input_reason: str | None = None,
+    ) -> None:
         self.factory = factory
         self._works_alone = does_work_without_input
+        self._keyed_input_reason = keyed_input_reason
 
     def does_work_without_input(self) -> bool:
         return self._works_alone
+
+    def keyed_input_reason(self) -> str | None:
+        return self._keyed_input_reason
 
     def get(self, count: int) -> list[Processor]:
         return [self.factory() for _ in range(count)]
@@ -189,6 +210,15 @@ class ProcessorMetaSupplier(abc.ABC):
         an inbound edge that is not isolated, or that pairs several upstream processors with one."""
         return None
 
+    def keyed_input_reason(self) -> str | None:
+        """None (the default), or why all items of one key must reach one processor of this
+        vertex (a keyed aggregation: a session split across two processors is two wrong
+        sessions). `DAG.validate` then refuses an inbound edge that is not partitioned when the
+        vertex may have several processors per member, and planning refuses, on several
+        members, one that is not also distributed (unless its keys were placed by member
+        upstream, see `planning.keyed_inputs`)."""
+        return None
+
     @staticmethod
     def of(
         supplier: ProcessorSupplier | Callable[[], Processor], preferred_local_parallelism: int = -1
@@ -212,6 +242,9 @@ class _SameEverywhere(ProcessorMetaSupplier):
 
     def isolated_input_reason(self) -> str | None:
         return self.supplier.isolated_input_reason()
+
+    def keyed_input_reason(self) -> str | None:
+        return self.supplier.keyed_input_reason()
 
     def snapshot_committer(self, job_id: str, vertex: str) -> SnapshotCommitter | None:
         return self.supplier.snapshot_committer(job_id, vertex)

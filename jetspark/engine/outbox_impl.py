@@ -37,7 +37,7 @@ from jetspark.core.errors import ProcessorContractError
 from jetspark.core.outbox import Outbox
 from jetspark.core.partitioner import DEFAULT_PARTITION_COUNT, INT_TAG_CRC, STR_TAG_CRC
 from jetspark.core.partitioner import key_bytes as canonical_bytes
-from jetspark.core.watermark import IDLE_TIMESTAMP, BroadcastKey, Watermark
+from jetspark.core.watermark import IDLE_MESSAGE, IDLE_TIMESTAMP, BroadcastKey, Watermark
 from jetspark.engine.routing import OutboundCollector
 from jetspark.engine.snapshot import SnapshotEntry, encode_blocks, entry_partition
 
@@ -471,7 +471,7 @@ class OutboxImpl(Outbox):
                 self._last_watermarks[ordinal] = last
                 self._replayed[ordinal] = last
             if idle:
-                collector.offer_special(Watermark(IDLE_TIMESTAMP))
+                collector.offer_special(IDLE_MESSAGE)
                 self._idle_last[ordinal] = True
 
     def output_watermark(self) -> int | None:

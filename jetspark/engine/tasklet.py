@@ -36,9 +36,11 @@ import logging
 import reprlib
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from itertools import chain
 from typing import Any
+
+import attrs
 
 from jetspark.core.context import ProcessorContext
 from jetspark.core.errors import ProcessorContractError, not_a_bool
@@ -54,6 +56,22 @@ from jetspark.engine.special import DONE, SnapshotBarrier
 
 _log = logging.getLogger("jetspark.engine")
 RESTORE_BATCH = 1024
+
+
+@attrs.frozen
+class CarriedOver:
+    """What a processor that goes on into a later execution with its state (a Spark epoch's state
+    cache, `ProcessorTasklet.go_on`) brings from the earlier one besides that state."""
+
+    #: Inbound ordinals whose `complete_edge` returned True: their end is not reported again (a
+    #: completed producer ends its edge in every execution).
+    completed_ordinals: frozenset[int] = frozenset()
+    #: Per outbound ordinal: the last watermark sent (None: none) and whether the idle marker
+    #: followed it; sent again first (`OutboxImpl.replay_watermarks`), since the consumers are
+    #: new and wait for a watermark from every producer.
+    sent_watermarks: tuple[tuple[int | None, bool], ...] = ()
+    #: The last watermark it was given (None: none): it is not given one again up to that.
+    given_watermark: int | None = None
 
 
 class State(enum.Enum):
@@ -205,22 +223,21 @@ class ProcessorTasklet:
                 self.outbox.forbid_offers(None)
         self.initialized = True
 
-    def go_on(
-        self,
-        bind: Callable[[Any, Any], None],
-        completed_ordinals: Iterable[int] = (),
-        watermarks: Sequence[tuple[int | None, bool]] = (),
-        input_watermark: int | None = None,
-    ) -> None:
+    def carried_over(self) -> CarriedOver:
+        """What this processor would bring into a later execution that goes on with it."""
+        return CarriedOver(
+            frozenset(self.completed_ordinals), tuple(self.outbox.watermark_state()), self.input_watermark
+        )
+
+    def go_on(self, bind: Callable[[Any, Any], None], carried: CarriedOver | None = None) -> None:
         """The processor goes on from an earlier execution with its state (a Spark epoch's state
-        cache): `bind(outbox, context)` replaces `init`, and nothing is restored; the edges of
-        `completed_ordinals` ended for it before, so their end is not reported again; its
-        outbound edges get the `watermarks` it sent last again (`OutboxImpl.replay_watermarks`),
-        and it is not given a watermark again up to the `input_watermark` it was given."""
+        cache): `bind(outbox, context)` replaces `init`, and nothing is restored; what it
+        `carried` over from that execution (`CarriedOver`) is honoured."""
+        carried = carried or CarriedOver()
         self._bind = bind
-        self.completed_ordinals = set(completed_ordinals)
-        self._replay_watermarks = list(watermarks)
-        self._given_before = self.input_watermark = input_watermark
+        self.completed_ordinals = set(carried.completed_ordinals)
+        self._replay_watermarks = list(carried.sent_watermarks)
+        self._given_before = self.input_watermark = carried.given_watermark
         self._restore_entries = None
         self.state = self._processing_start_state()
 

@@ -39,6 +39,7 @@ from jetspark.core.suppliers import (
 from jetspark.planning.defs import EdgeDef
 from jetspark.planning.frozen import FrozenMap
 from jetspark.planning.fusion import fuse_stateless_steps
+from jetspark.planning.keyed_inputs import MEMBERS, single_member_edges
 from jetspark.planning.parallelism import resolve_local_parallelism
 from jetspark.planning.partitions import PartitionArrangement
 from jetspark.planning.plan import ExecutionPlan, VertexPlan, constant_key_partition, meta_fields
@@ -60,6 +61,9 @@ class PreparedDag:
     capabilities: FrozenMap[str, frozenset[VertexCapability]]
     #: Vertices whose processors must all be done before a snapshot starts.
     snapshot_blocking: frozenset[str]
+    #: Errors to raise when planned on several members: edges into keyed vertices that are right
+    #: on one member only (`planning.keyed_inputs`; found on the user's DAG, before fusion).
+    single_member_edges: tuple[str, ...] = ()
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -78,7 +82,8 @@ def prepare(dag: DAG, config: JobConfig, *, fuse: bool = True) -> PreparedDag:
     """Validate `dag` (the only validation of a job) and make it ready to plan; `fuse=False`
     plans the DAG as it is, whatever `JobConfig.fuse_vertices` says."""
     dag.validate()
-    return _prepared(fuse_stateless_steps(dag, config) if fuse else dag, config)
+    prepared = _prepared(fuse_stateless_steps(dag, config) if fuse else dag, config)
+    return attrs.evolve(prepared, single_member_edges=single_member_edges(dag))
 
 
 def _prepared(dag: DAG, config: JobConfig) -> PreparedDag:
@@ -135,6 +140,8 @@ def plan_execution(
     the planning: every meta supplier is then closed with the error, which is raised here."""
     if member_count < 1:
         raise DagValidationError(f"member count must be >= 1, got {member_count}")
+    if member_count > 1 and prepared.single_member_edges:
+        raise DagValidationError(prepared.single_member_edges[0].replace(MEMBERS, str(member_count)))
     dag, config = prepared.dag, prepared.config
     edges = tuple(EdgeDef.of(edge, i) for i, edge in enumerate(dag.edges))
     draft = _Draft(

@@ -504,7 +504,10 @@ def combine_by_key(op: AggregateOperation) -> ProcessorSupplier:
 
     :param op: the same operation stage 1 accumulated with; its `finish` makes the result.
     """
-    return ProcessorSupplier.of(functools.partial(_CombineByKeyP, op))
+    return ProcessorSupplier.of(
+        functools.partial(_CombineByKeyP, op),
+        keyed_input_reason="combine_by_key: a key's accumulators combine in one processor",
+    )
 
 
 #: Key function of the stage-1 -> stage-2 edge: the key of a `(key, acc)` entry. Picklable.

@@ -249,4 +249,7 @@ def aggregate_to_session_window(
     """
     if gap <= 0:
         raise ValueError(f"aggregate_to_session_window: gap must be > 0, got {gap}")
-    return ProcessorSupplier.of(functools.partial(_SessionWindowP, key_fn, timestamp_fn, gap, op))
+    return ProcessorSupplier.of(
+        functools.partial(_SessionWindowP, key_fn, timestamp_fn, gap, op),
+        keyed_input_reason="aggregate_to_session_window: a key's sessions form in one processor",
+    )

@@ -630,7 +630,8 @@ def combine_to_sliding_window(
     """
     _check_window_args("combine_to_sliding_window", early_results_millis)
     return ProcessorSupplier.of(
-        functools.partial(_SlidingWindowP, policy, op, early_results_millis, None, None)
+        functools.partial(_SlidingWindowP, policy, op, early_results_millis, None, None),
+        keyed_input_reason="combine_to_sliding_window: a key's frames combine in one processor",
     )
 
 
@@ -672,7 +673,8 @@ def aggregate_to_sliding_window(
     """
     _check_window_args("aggregate_to_sliding_window", early_results_millis)
     return ProcessorSupplier.of(
-        functools.partial(_SlidingWindowP, policy, op, early_results_millis, key_fn, timestamp_fn)
+        functools.partial(_SlidingWindowP, policy, op, early_results_millis, key_fn, timestamp_fn),
+        keyed_input_reason="aggregate_to_sliding_window: a key's items meet in one processor",
     )
 
 

@@ -23,7 +23,7 @@ from jetspark.engine.queue import BoundedQueue
 from jetspark.engine.routing import UnicastCollector
 from jetspark.engine.snapshot import SnapshotContext
 from jetspark.engine.special import DONE, SnapshotBarrier
-from jetspark.engine.tasklet import ProcessorTasklet, State
+from jetspark.engine.tasklet import CarriedOver, ProcessorTasklet, State
 from tests.queues import drain
 
 PARTITIONS = 271
@@ -52,7 +52,9 @@ def processor_context(vertex: str = "v") -> ProcessorContext:
 class TaskletHarness:
     """`inbound[ordinal] = (priority, producer count)`; `outbound` ordinals each get one queue.
 
-    `restore` makes the tasklet start by restoring these (key, value) entries.
+    `restore` makes the tasklet start by restoring these (key, value) entries; `go_on`
+    (a bind function and a `CarriedOver`) makes it go on with the processor as it is instead of
+    `init` (as a Spark epoch does with a kept processor).
     """
 
     def __init__(
@@ -67,6 +69,7 @@ class TaskletHarness:
         restore: list[tuple[Any, Any]] | None = None,
         vertex: str = "v",
         other_tasklets: int = 0,
+        go_on: tuple[Callable[[Any, Any], None], CarriedOver] | None = None,
     ) -> None:
         self.context = processor_context(vertex)
         name = f"vertex {vertex!r} processor #0"
@@ -89,6 +92,8 @@ class TaskletHarness:
             lambda entries: self.snapshot.add_entries(vertex, entries),
         )
         self.tasklet = ProcessorTasklet(processor, self.context, self.outbox, streams, self.snapshot, restore)
+        if go_on is not None:
+            self.tasklet.go_on(*go_on)
         self.tasklet.init()
 
     def feed(self, ordinal: int, producer: int, *entries: Any) -> None:

@@ -118,11 +118,6 @@ def test_windows_go_on_closing_after_resume_when_one_source_processor_has_nothin
 # --- 2. a session window on an edge that is not partitioned: silently wrong sessions ----------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="aggregate_to_session_window behind a non-partitioned edge is accepted and splits every "
-    "session across processors (insert_watermarks refuses a wrong edge at build time; sessions do not)",
-)
 def test_session_window_on_a_unicast_edge_is_refused_or_correct() -> None:
     # docs/event-time.md, Session windows: "Feed it an edge partitioned by key." The user forgets the
     # .partitioned(...): expected a DagValidationError (as for insert_watermarks), not wrong output.

@@ -26,7 +26,7 @@ import attrs
 
 from jetspark.core.processor import Processor
 from jetspark.engine.snapshot import BROADCAST_PARTITION, SnapshotContext, SnapshotData, SnapshotEntry
-from jetspark.engine.tasklet import ProcessorTasklet
+from jetspark.engine.tasklet import CarriedOver, ProcessorTasklet
 from jetspark.planning.plan import ExecutionPlan
 from jetspark.runners.member import processor_metric
 from jetspark.runners.snapshot_io import (
@@ -267,9 +267,7 @@ class EpochTask:
                 i = next(i for i, p in enumerate(self.kept[vertex]) if p is tasklet.processor)
                 tasklet.go_on(
                     functools.partial(state_cache.rebind, tasklet.processor),
-                    _nth(taken.completed_edges if taken else [], i, frozenset()),
-                    _nth(taken.sent_watermarks if taken else [], i, []),
-                    _nth(taken.given_watermarks if taken else [], i, None),
+                    _nth(taken.carried if taken else [], i, CarriedOver()),
                 )
             if vertex in self.keeping:
                 tasklet.close_deferred = True
@@ -308,9 +306,7 @@ class EpochTask:
                     self.plan.member_count,
                     self.plan.arrangement.partition_count,
                     self.stage,
-                    completed_edges=[frozenset(t.completed_ordinals) for t in group],
-                    sent_watermarks=[t.outbox.watermark_state() for t in group],
-                    given_watermarks=[t.input_watermark for t in group],
+                    carried=[t.carried_over() for t in group],
                 )
                 state_cache.put(self.plan.job_id, vertex, self.member, kept)
                 kept_any = True

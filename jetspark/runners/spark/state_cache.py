@@ -35,6 +35,7 @@ import attrs
 
 from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.processor import Processor
+from jetspark.engine.tasklet import CarriedOver
 from jetspark.planning.plan import ExecutionPlan
 from jetspark.runners.spark import handoff_registry
 
@@ -62,14 +63,9 @@ class Kept:
     #: The stage of the vertex: what the handoff's registry names (-1: not advertised).
     stage: int = -1
     used: float = attrs.field(factory=time.monotonic)
-    #: Per processor, the inbound ordinals whose `complete_edge` returned True: a kept processor
-    #: is not told again that an edge ended (a completed producer ends it in every epoch).
-    completed_edges: list[frozenset[int]] = attrs.field(factory=list)
-    #: Per processor: what each outbound edge was sent last (watermark, idle marker after it),
-    #: sent again in the next epoch, whose consumers wait for a watermark from every producer.
-    sent_watermarks: list[list[tuple[int | None, bool]]] = attrs.field(factory=list)
-    #: Per processor: the last watermark it was given (None: none).
-    given_watermarks: list[int | None] = attrs.field(factory=list)
+    #: Per processor, what it brings into the next epoch besides its state (the edges that ended
+    #: for it, the watermarks it sent and was given last).
+    carried: list[CarriedOver] = attrs.field(factory=list)
 
 
 Key = tuple[str, str, int]  # (job id, vertex, member)
