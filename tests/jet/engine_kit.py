@@ -8,8 +8,10 @@ into unbounded queues and reads what reached ordinal `ordinal`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.processor import Processor
 from jetspark.engine.list_inbox import ListInbox
 from jetspark.engine.outbox_impl import OutboxImpl
@@ -95,3 +97,25 @@ def call_until(
             f"no progress after {calls} calls, waiting for {state}; {harness.tasklet!r}"
         )
     raise AssertionError(f"call() invoked {limit} times without reaching {state}; {harness.tasklet!r}")
+
+
+def parity(i: int) -> int:
+    return i % 2
+
+
+class FirstOfKeyP(AbstractProcessor):
+    """Jet's `mapUsingServiceP(nonSharedService(pctx -> new HashSet<>()), ...)`: each processor
+    emits the key of an item the first time it sees that key."""
+
+    def __init__(self, key_fn: Callable[[Any], Any]) -> None:
+        self.key_fn = key_fn
+        self.seen: set[Any] = set()
+
+    def try_process_item(self, ordinal: int, item: Any) -> bool:
+        key = self.key_fn(item)
+        if key in self.seen:
+            return True
+        if not self.try_emit(key):
+            return False
+        self.seen.add(key)
+        return True
