@@ -110,16 +110,21 @@ def _guarantee(_instance: object, attribute: attrs.Attribute[Any], value: Any) -
         raise ValueError(f"JobConfig.{attribute.name} must be one of {allowed}, got {value!r}")
 
 
-def _millis(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+def _millis(_instance: object, attribute: attrs.Attribute[Any], value: Any, least: int = 1) -> None:
     if (
         isinstance(value, bool)
         or not isinstance(value, numbers.Integral)
-        or not 1 <= int(value) <= _MAX_MILLIS
+        or not least <= int(value) <= _MAX_MILLIS
     ):
         raise ValueError(
-            f"JobConfig.{attribute.name} must be an int of milliseconds in [1, {_MAX_MILLIS}] "
+            f"JobConfig.{attribute.name} must be an int of milliseconds in [{least}, {_MAX_MILLIS}] "
             f"(up to a year), got {value!r}"
         )
+
+
+def _interval_millis(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    """As `_millis`, and 0 too: snapshots as often as they can be taken (Jet takes 0)."""
+    _millis(_instance, attribute, value, least=0)
 
 
 def _arguments(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -162,8 +167,9 @@ class JobConfig:
     processing_guarantee: ProcessingGuarantee = attrs.field(
         default=ProcessingGuarantee.NONE, validator=_guarantee
     )
-    #: Between snapshots (on Spark: the length of an epoch); 1 ms to a year.
-    snapshot_interval_millis: int = attrs.field(default=10_000, validator=_millis)
+    #: Between snapshots (on Spark: the length of an epoch); 0 to a year. 0, as in Jet: each
+    #: snapshot as soon as the last one ended (on Spark: epochs whose sources run 1 ms).
+    snapshot_interval_millis: int = attrs.field(default=10_000, validator=_interval_millis)
     member_count: int | None = attrs.field(default=None, validator=_positive_or_none)
     default_local_parallelism: int = attrs.field(default=1, validator=_positive_or_none)
     initial_snapshot_name: str | None = attrs.field(default=None, validator=_text_or_none)

@@ -11,11 +11,9 @@ wait until every job has taken 2 snapshots (`LocalJob.snapshot_count`). Jet's `c
 ends the job FAILED with a `CancellationException`; jetspark's ends CANCELLED and `join` raises
 `JobCancelledError`. Each test is named after the Jet case it ports.
 
-Differences (xfail):
-- `stressTest_parallelSnapshots`: Jet's job config has a snapshot interval of 0 ms (Jet's
-  `setSnapshotIntervalMillis` only refuses a negative value, though its Javadoc asks for a
-  positive one: snapshots as often as they can be taken); jetspark's `JobConfig` refuses 0 (`jetspark/core/config.py`, `_millis`: "an int of
-  milliseconds in [1, ...]"). Not a Jet case: `..._oneMillisecond` runs the same test at 1 ms.
+Jet's `stressTest_parallelSnapshots` has a snapshot interval of 0 ms (snapshots as often as they
+can be taken), which `JobConfig` takes too; not a Jet case: `..._oneMillisecond` runs the same
+test at 1 ms.
 """
 
 from __future__ import annotations
@@ -96,12 +94,6 @@ def parallel_snapshots(snapshot_interval_millis: int) -> None:
             job.join(TIMEOUT)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ValueError,
-    reason="JobConfig refuses snapshot_interval_millis=0 (core/config.py _millis: [1, ...]); "
-    "Jet's JobConfig takes 0 (only a negative interval is refused)",
-)
 def test_ParallelStressTest__stressTest_parallelSnapshots() -> None:
     parallel_snapshots(0)
 

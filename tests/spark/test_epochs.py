@@ -45,12 +45,13 @@ def failing_at(item: T, marker: Path) -> Callable[[T], T]:
     return step
 
 
+@pytest.mark.parametrize("interval", [200, 0])  # 0: epochs back to back, as Jet's 0 ms interval
 def test_a_job_with_a_guarantee_runs_in_several_committed_epochs_and_counts_exactly(
-    spark: Any, tmp_path: Path
+    spark: Any, tmp_path: Path, interval: int
 ) -> None:
     """The source waits half-way at a gate until two epochs committed, so the stream spans epochs."""
     gate = Gate(tmp_path / "gate", hold_at=1500)
-    job = SparkRunner(spark).submit(counting_dag(gate=gate), epochs(tmp_path / "ck", interval=200))
+    job = SparkRunner(spark).submit(counting_dag(gate=gate), epochs(tmp_path / "ck", interval=interval))
     wait_until(lambda: job.epochs_committed >= 2 or job.status is not JobStatus.RUNNING, timeout=120)
     gate.open()
     job.join(180)

@@ -66,6 +66,9 @@ from jetspark.runners.startpoints import fan_out
 _log = logging.getLogger("jetspark.spark.epochs")
 #: Abort causes a job keeps (`EpochJob.abort_causes`).
 MAX_ABORT_CAUSES = 5
+#: An interval of 0 (`JobConfig.snapshot_interval_millis`: snapshots back to back) gives epochs
+#: whose sources run this long.
+MIN_INTERVAL_MILLIS = 1
 #: Seconds at most the next epoch's RDDs wait after an epoch's job starts before they are built
 #: (`prebuild`: not while the job is submitted); a quarter of the span when that is shorter.
 PREBUILD_DELAY = 0.25
@@ -130,7 +133,8 @@ class EpochJob(SparkHandle):
         #: The sources' span of each epoch: the interval, shortened when the sources caught up
         #: (`epoch_span`); the stages whose tasks' idle shares say whether they did.
         self._spans = SpanPolicy(
-            self.config.snapshot_interval_millis / 1000, self.config.epochs_within_interval
+            max(self.config.snapshot_interval_millis, MIN_INTERVAL_MILLIS) / 1000,
+            self.config.epochs_within_interval,
         )
         self._source_stages = frozenset(s.index for s in plan.stages.stages if not s.upstream)
         #: Each epoch's RDDs, built while the epoch before runs (`prebuild`); the tasks read the

@@ -15,11 +15,11 @@ from jetspark.core import JobConfig, ProcessingGuarantee
 from jetspark.core.config import AdaptiveParallelism
 
 BAD_VALUES: list[tuple[str, Any, str]] = [
-    ("snapshot_interval_millis", -5, "an int of milliseconds in [1, 31536000000]"),
-    ("snapshot_interval_millis", 0, "an int of milliseconds in [1, 31536000000]"),
+    ("snapshot_interval_millis", -5, "an int of milliseconds in [0, 31536000000]"),
+    ("snapshot_interval_millis", -1, "an int of milliseconds in [0, 31536000000]"),
     ("snapshot_interval_millis", 2.5, "an int of milliseconds"),
     ("snapshot_interval_millis", True, "an int of milliseconds"),
-    ("snapshot_interval_millis", 10**12, "an int of milliseconds in [1, 31536000000] (up to a year)"),
+    ("snapshot_interval_millis", 10**12, "an int of milliseconds in [0, 31536000000] (up to a year)"),
     ("member_count", 0, "an int >= 1"),
     ("default_local_parallelism", -1, "an int >= 1"),
     ("snapshots_retained", 0, "an int >= 1"),
