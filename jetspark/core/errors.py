@@ -43,14 +43,15 @@ class PartitioningError(JetsparkError):
     message names the edge, the function and the item; the original error is the cause."""
 
 
-class TopologyChangedError(JetsparkError):
-    """A snapshot cannot be restored into the current DAG."""
-
-
 class RestartableError(JetsparkError):
     """Raised by a processor to ask for a job restart instead of a failure: from the last snapshot,
     or from the beginning in a job without a processing guarantee (the runners' `max_restarts`
     bound how often)."""
+
+
+class TopologyChangedError(RestartableError):
+    """The members a job runs on changed under it (Jet's `TopologyChangedException`, one of its
+    restartable exceptions): a processor that finds so raises it, and the job restarts."""
 
 
 class JobCancelledError(JetsparkError):

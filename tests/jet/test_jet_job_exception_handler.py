@@ -13,12 +13,8 @@ listener (transitions to NOT_RUNNING); jetspark's job handle counts them (`Local
 The job has no processing guarantee: a restart runs it again from the beginning, and the item
 that failed passes the second time. Each test is named after the Jet case it ports.
 
-Differences (xfail):
-- `topologyChangedExceptionTest`: Jet restarts a job whose processor raises
-  `TopologyChangedException`; jetspark fails the job on `TopologyChangedError`, because the runners
-  restart only on `RestartableError` (`jetspark/runners/coordinator.py`, `restartable()`), and
-  jetspark gives `TopologyChangedError` another meaning ("A snapshot cannot be restored into the
-  current DAG", `jetspark/core/errors.py`).
+`topologyChangedExceptionTest`: as in Jet, `TopologyChangedError` is a `RestartableError`: the
+job restarts.
 
 Not Jet cases: `...__restartableError` runs Jet's scenario with `RestartableError`, jetspark's
 exception for asking for a restart, to show that the scenario itself restarts once and completes.
@@ -135,12 +131,6 @@ def job_restart_on_exception_test(exception: Exception) -> None:
     assert job.restarts == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=JobFailedError,
-    reason="a processor's TopologyChangedError fails the job: only RestartableError restarts "
-    "(runners/coordinator.py restartable()); Jet restarts on TopologyChangedException",
-)
 def test_JobExceptionHandlerTest__topologyChangedExceptionTest() -> None:
     job_restart_on_exception_test(TopologyChangedError("topology changed"))
 
