@@ -474,6 +474,10 @@ class OutboxImpl(Outbox):
                 collector.offer_special(IDLE_MESSAGE)
                 self._idle_last[ordinal] = True
 
+    def sent_any_watermark(self) -> bool:
+        """Whether any outbound edge has been sent a watermark (a replayed one included)."""
+        return any(last != _BELOW_EVERY_TIMESTAMP for last in self._last_watermarks)
+
     def output_watermark(self) -> int | None:
         """The lowest last watermark over the outbound edges; None until every edge has one."""
         if not self._last_watermarks:

@@ -47,6 +47,7 @@ from jetspark.core.errors import ProcessorContractError, not_a_bool
 from jetspark.core.processor import Processor
 from jetspark.core.watermark import Watermark
 from jetspark.engine.coalescer import WatermarkCoalescer
+from jetspark.engine.forwarding_watch import ForwardingWatch
 from jetspark.engine.gc_pause import gc_paused
 from jetspark.engine.inbound import InboundStream
 from jetspark.engine.list_inbox import ListInbox
@@ -187,6 +188,8 @@ class ProcessorTasklet:
         self.stall_warnings = 0
         #: The last watermark the processor accepted (`try_process_watermark` returned True).
         self.input_watermark: int | None = None
+        #: Warns when the processor takes watermarks and sends none on (`forwarding_watch`).
+        self._forwarding = ForwardingWatch(bool(outbox.collectors))
         self.closed = False
         self.initialized = False
         #: Set by `go_on`: how the processor takes this execution's outbox and context instead of init.
@@ -545,6 +548,8 @@ class ProcessorTasklet:
             done = self.processor.try_process_watermark(watermark)
             if done is True:
                 self.input_watermark = watermark.timestamp
+                if self._forwarding.active:
+                    self._forwarding.taken(self.context, self.outbox.sent_any_watermark())
             elif done is not False:
                 raise not_a_bool(self.processor, "try_process_watermark", done)
         if done:

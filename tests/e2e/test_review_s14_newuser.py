@@ -172,9 +172,11 @@ def test_a_float_timestamp_fails_with_a_message_naming_the_value() -> None:
 
 @pytest.fixture
 def quick_watermark_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    from jetspark.engine import forwarding_watch
     from jetspark.processors import _timestamps
 
     monkeypatch.setattr(_timestamps, "NO_WATERMARK_WARNING_SECONDS", 0.3)  # 10 s in the product
+    monkeypatch.setattr(forwarding_watch, "SWALLOWED_WATERMARK_SECONDS", 0.3)
 
 
 class EnrichForgetsWatermarks(AbstractProcessor):
@@ -191,11 +193,6 @@ def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if "without any watermark" in r.getMessage()]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the warning names the window and says to put insert_watermarks upstream, which is "
-    "there; it does not name 'enrich', which takes watermarks and emits none",
-)
 def test_no_watermark_warning_names_the_processor_that_drops_them(
     tmp_path: Any, caplog: pytest.LogCaptureFixture, quick_watermark_warning: None
 ) -> None:
