@@ -198,6 +198,10 @@ class JobHandle:
     def cancel(self) -> None:
         raise NotImplementedError
 
+    def _current_status(self) -> JobStatus:
+        """The status now (a method, so that type checkers do not carry over an earlier check)."""
+        return self.status
+
     def suspend(self) -> None:
         """Take a terminal snapshot and stop; `resume()` continues from it."""
         raise ValueError(f"job {self.name!r} cannot be suspended: it takes no snapshots")

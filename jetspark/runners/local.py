@@ -259,10 +259,6 @@ class LocalJob(JobHandle):
                 self._execution.cancel()
             # else: not started yet; `_execute` sees the request once it has an execution
 
-    def _current_status(self) -> JobStatus:
-        """The status now (a method, so that type checkers do not carry over an earlier check)."""
-        return self.status
-
     def resume(self, member_count: int | None = None) -> LocalJob:
         """Continue a suspended job from its terminal snapshot, optionally on another member count.
 

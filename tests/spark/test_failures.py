@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from jetspark.core.errors import (
     JobAlreadyRunningError,
     JobCancelledError,
     JobFailedError,
+    JobTimeoutError,
     PartitioningError,
     RestartableError,
 )
@@ -349,3 +351,58 @@ def test_restart_runs_a_batch_job_again_from_the_beginning(spark: Any, tmp_path:
     assert job.restarts == 0
     with pytest.raises(ValueError, match="only a running job restarts"):
         job.restart()
+
+
+def gated_batch_job(spark: Any, tmp_path: Path, count: int = 400) -> tuple[Any, Any, Callable[[], int]]:
+    """A batch job whose source stops at a gate half-way; `runs_at_gate()` counts the runs that
+    reached it."""
+    from tests.gates import Gate, gated_stream
+
+    marks = tmp_path / "marks"
+    gate = Gate(tmp_path / "gate", hold_at=count // 2)
+    dag = DAG()
+    source = dag.new_vertex("source", gated_stream(gate, count=count, fn=MarkAt(count // 2 - 1, str(marks))))
+    dag.edge(Edge.between(source, dag.new_vertex("sink", collect())))
+    job = SparkRunner(spark).submit(dag, JobConfig(member_count=2))
+
+    def runs_at_gate() -> int:
+        return len(marks.read_text().splitlines()) if marks.exists() else 0
+
+    return job, gate, runs_at_gate
+
+
+def test_suspend_and_resume_run_a_batch_job_again_from_the_beginning(spark: Any, tmp_path: Path) -> None:
+    """Jet's `Job.suspend()` / `resume()` on a job without a processing guarantee (as the local
+    runner's): the Spark job is cancelled, the job waits SUSPENDED, and resume() runs it again
+    from the beginning; the sink keeps the new run's items only."""
+    job, gate, runs_at_gate = gated_batch_job(spark, tmp_path)
+    wait_until(lambda: runs_at_gate() == 1, "the first run at the gate")
+    job.suspend()
+    assert job.status is JobStatus.SUSPENDED
+    assert job.join(5, until_suspended=True) is job
+    with pytest.raises(JobTimeoutError, match="still suspended"):
+        job.join(0.5)  # a suspended job has not ended
+    assert active_jobs(spark) == []
+    with pytest.raises(ValueError, match="only a running job can be suspended"):
+        job.suspend()
+    job.resume()
+    wait_until(lambda: runs_at_gate() == 2, "a second run at the gate")
+    assert job.status is JobStatus.RUNNING
+    gate.open()
+    job.join(120)
+    assert sorted(job.result("sink")) == list(range(400))  # the suspended run's items are gone
+    assert job.restarts == 0 and job.status is JobStatus.COMPLETED
+    with pytest.raises(ValueError, match="is completed, not suspended"):
+        job.resume()
+
+
+def test_a_suspended_batch_job_can_be_cancelled(spark: Any, tmp_path: Path) -> None:
+    job, gate, runs_at_gate = gated_batch_job(spark, tmp_path)
+    wait_until(lambda: runs_at_gate() == 1, "the first run at the gate")
+    job.suspend()
+    job.cancel()
+    with pytest.raises(JobCancelledError):
+        job.join(60)
+    assert job.status is JobStatus.CANCELLED and runs_at_gate() == 1
+    gate.open()
+    assert active_jobs(spark) == []

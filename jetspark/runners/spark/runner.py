@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -40,7 +41,7 @@ import attrs
 
 from jetspark.core.config import JobConfig, checked_count
 from jetspark.core.dag import DAG
-from jetspark.core.errors import JobFailedError
+from jetspark.core.errors import JobCancelledError, JobFailedError, JobTimeoutError
 from jetspark.core.suppliers import VertexCapability
 from jetspark.engine.outbox_impl import DEFAULT_BATCH_SIZE
 from jetspark.environment import capture_if_asked, with_command_line
@@ -137,6 +138,10 @@ class SparkJob(SparkHandle):
         self._records: list[Record] | None = None
         #: `restart()` cancelled the running Spark job: the next execution starts from the beginning.
         self._restart_requested = False
+        #: `suspend()` cancels the running Spark job; the job then waits SUSPENDED until
+        #: `resume()` or `cancel()` sets `_woken`.
+        self._suspend_requested = False
+        self._woken = threading.Event()
 
     # ---- control --------------------------------------------------------------------------
 
@@ -145,10 +150,14 @@ class SparkJob(SparkHandle):
 
         Nothing of a cancelled job is committed: its staged files are deleted (and once more a few
         seconds later, when Spark has killed its Python workers). A job already committing its
-        output, or ended, is not cancelled.
+        output, or ended, is not cancelled; a suspended one is.
         """
         with self._lock:
-            if self._finished.is_set() or self._committing:
+            if self.status is JobStatus.SUSPENDED:
+                self.status = JobStatus.CANCELLED
+                self._finished.clear()  # set again once its thread has tidied up
+                self._woken.set()
+            elif self._finished.is_set() or self._committing:
                 return
             self.status = JobStatus.CANCELLED
         sc = self.spark.sparkContext
@@ -227,14 +236,73 @@ class SparkJob(SparkHandle):
             self._restart_requested = True
         self.spark.sparkContext.cancelJobGroup(self.group)
 
+    def suspend(self, timeout: float | None = 60) -> None:
+        """Jet's `Job.suspend()` for a job without a processing guarantee: the running Spark job is
+        cancelled and the job waits, SUSPENDED, until `resume()` runs it again from the beginning
+        (the suspended run's collected items and staged files are dropped, as after `restart()`)
+        or `cancel()` ends it. `join` waits on meanwhile; `join(until_suspended=True)` returns."""
+        with self._lock:
+            if self._finished.is_set() or self.status is not JobStatus.RUNNING or self._committing:
+                raise ValueError(
+                    f"job {self.name!r} is {self.status.value}; only a running job can be suspended"
+                )
+            if self._rebuild is None:
+                raise ValueError(f"job {self.name!r} cannot be suspended: its RDDs cannot be built again")
+            self._suspend_requested = True
+        sc = self.spark.sparkContext
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self._finished.wait(0.2):  # a Spark job submitted after a cancel is cancelled too
+            if deadline is not None and time.monotonic() >= deadline:
+                raise JobTimeoutError(f"job {self.name!r} did not suspend within {timeout} s")
+            if self._group_running(sc):
+                sc.cancelJobGroup(self.group)
+        ended = self._current_status()  # the job's thread changed it meanwhile
+        if ended is not JobStatus.SUSPENDED:
+            raise ValueError(
+                f"job {self.name!r} ended ({ended.value}) before it could be suspended; "
+                "there is nothing to resume"
+            )
+
+    def resume(self) -> SparkJob:
+        """Run a suspended job again from the beginning (see `suspend`)."""
+        with self._lock:
+            if self.status is not JobStatus.SUSPENDED:
+                raise ValueError(f"job {self.name!r} is {self.status.value}, not suspended")
+            self._finished.clear()
+            self.status = JobStatus.RUNNING
+            self._woken.set()
+        return self
+
+    def _stay_suspended(self) -> bool:
+        """On the job's thread: SUSPENDED until `resume()` (True) or `cancel()` (False)."""
+        with self._lock:
+            if self.status is not JobStatus.RUNNING:
+                return False
+            self.status = JobStatus.SUSPENDED
+            self._woken.clear()
+            self._finished.set()
+        _log.info("job %r: suspended; resume() runs it again from the beginning", self.name)
+        self._woken.wait()
+        return self.status is JobStatus.RUNNING
+
+    def _drop_run(self) -> None:
+        """Forget the cancelled run: the next execution builds new RDDs."""
+        self._unpersist()
+        if self._live is not None:
+            self._live.reset()
+        self._final_rdd = None
+
     def verdict(self, error: BaseException) -> tuple[Verdict, BaseException]:
+        if self._suspend_requested and self.status is JobStatus.RUNNING:
+            self._suspend_requested = False
+            self._drop_run()
+            if not self._stay_suspended():
+                return Verdict.FAIL, JobCancelledError(f"job {self.name!r} was cancelled")
+            return Verdict.AGAIN, error
         if self._restart_requested and self.status is JobStatus.RUNNING:
             self._restart_requested = False
             _log.info("job %r: restarted by restart(); running it again from the beginning", self.name)
-            self._unpersist()
-            if self._live is not None:
-                self._live.reset()
-            self._final_rdd = None  # built again by the next execution
+            self._drop_run()
             return Verdict.AGAIN, error
         if self._rebuild is None or not restartable(error) or self.status is not JobStatus.RUNNING:
             return Verdict.FAIL, error
@@ -253,10 +321,7 @@ class SparkJob(SparkHandle):
         _log.warning(
             "job %r: %s; restart %d from the beginning in %.1f s", self.name, error, self.restarts, delay
         )
-        self._unpersist()
-        if self._live is not None:
-            self._live.reset()
-        self._final_rdd = None  # built again by the next execution
+        self._drop_run()
         return None
 
     def _unpersist(self) -> None:
