@@ -119,6 +119,18 @@ class OutboxImpl(Outbox):
         if len(self.collectors) == 1:
             self.offer = self._offer_single  # type: ignore[method-assign]
 
+    def take_place_of(self, other: OutboxImpl) -> None:
+        """Become `other`, a later execution's outbox for the same processor (its collectors, its
+        buffers, its state), so that a processor that goes on with its state (a Spark epoch's
+        state cache) and kept this outbox, or its `offer`, from `init` sends where it must. The
+        caller uses this object from now on, `other` no more."""
+        if type(other) is not type(self):
+            raise TypeError(f"{self.owner}: cannot take the place of a {type(other).__name__}")
+        self.__dict__.clear()
+        self.__dict__.update(other.__dict__)
+        if "offer" in self.__dict__:  # `other`'s fast path is bound to `other`: bind ours
+            self.offer = self._offer_single  # type: ignore[method-assign]
+
     # ---- Outbox ---------------------------------------------------------------------------
 
     def bucket_count(self) -> int:

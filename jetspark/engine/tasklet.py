@@ -232,11 +232,21 @@ class ProcessorTasklet:
             frozenset(self.completed_ordinals), tuple(self.outbox.watermark_state()), self.input_watermark
         )
 
-    def go_on(self, bind: Callable[[Any, Any], None], carried: CarriedOver | None = None) -> None:
+    def go_on(
+        self,
+        bind: Callable[[Any, Any], None],
+        carried: CarriedOver | None = None,
+        outbox_before: object = None,
+    ) -> None:
         """The processor goes on from an earlier execution with its state (a Spark epoch's state
         cache): `bind(outbox, context)` replaces `init`, and nothing is restored; what it
-        `carried` over from that execution (`CarriedOver`) is honoured."""
+        `carried` over from that execution (`CarriedOver`) is honoured. `outbox_before`, the
+        outbox it was given then, takes this execution's outbox's place: a processor may hold on
+        to the outbox (or its `offer`) it was given in `init`, as the contract lets it."""
         carried = carried or CarriedOver()
+        if isinstance(outbox_before, OutboxImpl) and outbox_before is not self.outbox:
+            outbox_before.take_place_of(self.outbox)
+            self.outbox = outbox_before
         self._bind = bind
         self.completed_ordinals = set(carried.completed_ordinals)
         self._replay_watermarks = list(carried.sent_watermarks)

@@ -67,6 +67,8 @@ class MemberExecution:
         self._external_queues = external_queues
         self._completed = completed
         self._kept = kept or {}
+        #: (vertex, member) whose processors came from `kept`: their supplier was not initialized here.
+        self._from_kept: set[tuple[str, int]] = set()
         self.processors: dict[ProcessorKey, Processor] = {}
         self.tasklets: list[ProcessorTasklet] = []
         self.execution: Execution | None = None
@@ -77,7 +79,11 @@ class MemberExecution:
         try:
             for vertex, member in self.placements:
                 try:
-                    made = self._kept.get(vertex) or create_processors(self.plan, vertex, member)
+                    made = self._kept.get(vertex) or []
+                    if made:
+                        self._from_kept.add((vertex, member))
+                    else:
+                        made = create_processors(self.plan, vertex, member)
                 except Exception as cause:
                     raise _setup_failure(vertex, f"its supplier failed on member {member}", cause) from cause
                 lp = self.plan.vertices[vertex].local_parallelism
@@ -115,17 +121,25 @@ class MemberExecution:
         self.execution = Execution(self.tasklets, on_tick, on_idle, quiescence_timeout=timeout)
         return self.execution
 
-    def close(self, error: BaseException | None) -> None:
+    def close(self, error: BaseException | None, defer: Collection[str] = ()) -> dict[str, ProcessorSupplier]:
         """After the run (or a failed setup): close processors that never ran, then the suppliers,
         once per member as each was initialized once per member (as in Jet, where every member
         has its own copy: one supplier object a meta supplier gives every member is closed as
-        often as it was initialized)."""
+        often as it was initialized). Not closed: the supplier of processors that came from
+        `kept` (not initialized here), and those of the vertices in `defer`, returned (their
+        processors may outlive this run, and a supplier is closed after its processors)."""
         if self.execution is None:
             self._close_unrun_processors()
+        deferred: dict[str, ProcessorSupplier] = {}
         for vertex, member in self.placements:
             supplier = self.plan.vertices[vertex].supplier(member)
-            if supplier is not None:
+            if supplier is None or (vertex, member) in self._from_kept:
+                continue
+            if vertex in defer:
+                deferred[vertex] = supplier
+            else:
                 _close_supplier(supplier, vertex, member, error)
+        return deferred
 
     def metrics(self) -> dict[str, dict[str, int]]:
         """Per vertex: items `received` into inboxes and `emitted` downstream by these processors."""

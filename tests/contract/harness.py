@@ -54,7 +54,8 @@ class TaskletHarness:
 
     `restore` makes the tasklet start by restoring these (key, value) entries; `go_on`
     (a bind function and a `CarriedOver`) makes it go on with the processor as it is instead of
-    `init` (as a Spark epoch does with a kept processor).
+    `init` (as a Spark epoch does with a kept processor), with `outbox_before` (the outbox it had)
+    taking the new outbox's place.
     """
 
     def __init__(
@@ -70,6 +71,7 @@ class TaskletHarness:
         vertex: str = "v",
         other_tasklets: int = 0,
         go_on: tuple[Callable[[Any, Any], None], CarriedOver] | None = None,
+        outbox_before: OutboxImpl | None = None,
     ) -> None:
         self.context = processor_context(vertex)
         name = f"vertex {vertex!r} processor #0"
@@ -93,7 +95,8 @@ class TaskletHarness:
         )
         self.tasklet = ProcessorTasklet(processor, self.context, self.outbox, streams, self.snapshot, restore)
         if go_on is not None:
-            self.tasklet.go_on(*go_on)
+            self.tasklet.go_on(*go_on, outbox_before)
+            self.outbox = self.tasklet.outbox
         self.tasklet.init()
 
     def feed(self, ordinal: int, producer: int, *entries: Any) -> None:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import attrs
 
 from jetspark.core.processor import Processor
+from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.engine.snapshot import BROADCAST_PARTITION, SnapshotContext, SnapshotData, SnapshotEntry
 from jetspark.engine.tasklet import CarriedOver, ProcessorTasklet
 from jetspark.planning.plan import ExecutionPlan
@@ -198,7 +199,7 @@ class EpochTask:
         spec, plan = self.spec, self.plan
         state_cache.evict_older(plan.job_id, spec.restore_id)
         eligible = state_cache.eligible_vertices(plan, self.vertices, spec.completed)
-        if spec.commit_only or not eligible:
+        if spec.commit_only or not eligible or not state_cache.worker_is_reused():
             return {}
         self.keeping = eligible
         if spec.restore_dir is None:
@@ -217,6 +218,7 @@ class EpochTask:
                 manifest.partition_count
                 if manifest.partition_count == plan.arrangement.partition_count
                 else -1,
+                plan.execution_id,
             )
             processors = taken.processors if taken is not None else None
             if processors is not None and len(processors) == plan.vertices[vertex].local_parallelism:
@@ -229,7 +231,8 @@ class EpochTask:
                         name = processor_metric(name)
                         baseline[name] = baseline.get(name, 0) + value
             elif processors is not None:
-                state_cache.close_all(processors, vertex)
+                assert taken is not None
+                state_cache.close_all(processors, vertex, taken.supplier)
         self.kept = kept
         return kept
 
@@ -268,14 +271,22 @@ class EpochTask:
                 tasklet.go_on(
                     functools.partial(state_cache.rebind, tasklet.processor),
                     _nth(taken.carried if taken else [], i, CarriedOver()),
+                    getattr(tasklet.processor, "outbox", None),
                 )
             if vertex in self.keeping:
                 tasklet.close_deferred = True
 
-    def finish_keeping(self, tasklets: list[ProcessorTasklet], success: bool) -> None:
+    def finish_keeping(
+        self,
+        tasklets: list[ProcessorTasklet],
+        success: bool,
+        suppliers: dict[str, ProcessorSupplier] | None = None,
+    ) -> None:
         """After the task's run (its tasklets were closed): keep the processors of each eligible
-        vertex whose every processor here took this epoch's snapshot (success only); close the
-        others, once."""
+        vertex whose every processor here took this epoch's snapshot (success only), with the
+        supplier that made them (`suppliers`, those this run initialized and did not close, or
+        the kept entry's); close the others, once, then their supplier."""
+        suppliers = dict(suppliers or {})
         by_vertex: dict[str, list[ProcessorTasklet]] = {}
         for tasklet in tasklets:
             if tasklet.close_deferred:
@@ -284,6 +295,8 @@ class EpochTask:
         kept_any = False
         for vertex, group in by_vertex.items():
             processors = [t.processor for t in group]
+            taken = self.kept_from.get(vertex)
+            supplier = suppliers.pop(vertex, None) or (taken.supplier if taken is not None else None)
             lp = self.plan.vertices[vertex].local_parallelism
             arrangement = self.plan.arrangement
             keep = (
@@ -307,12 +320,16 @@ class EpochTask:
                     self.plan.arrangement.partition_count,
                     self.stage,
                     carried=[t.carried_over() for t in group],
+                    execution_id=self.plan.execution_id,
+                    supplier=supplier,
                 )
                 state_cache.put(self.plan.job_id, vertex, self.member, kept)
                 kept_any = True
             else:
-                state_cache.close_all(processors, vertex)
-        if kept_any and self.stage >= 0 and handoff.may_serve(self.spec.span):
+                state_cache.close_all(processors, vertex, supplier)
+        for vertex, supplier in suppliers.items():  # a vertex without processors here
+            state_cache.close_all([], vertex, supplier)
+        if kept_any and self.stage >= 0:  # relays or not: the job's end reaches it so (forget_job)
             handoff.advertise(self.plan.job_id, self.stage, self.member, self.spec.epoch)
         elif not kept_any and self.stage >= 0:
             state_cache.released(self.plan.job_id, self.stage, self.member)
@@ -321,9 +338,10 @@ class EpochTask:
         """After a run that ended before its engine started: close the kept processors unless
         `handed_over` to the execution (which closed them), and withdraw this worker's registry
         entry of the stage (it holds nothing of this member now)."""
-        if not handed_over:
-            for vertex, processors in self.kept.items():
-                state_cache.close_all(processors, vertex)
+        for vertex, processors in self.kept.items():
+            taken = self.kept_from.get(vertex)
+            supplier = taken.supplier if taken is not None else None
+            state_cache.close_all([] if handed_over else processors, vertex, supplier)
         self.kept = {}
         if self.stage >= 0:
             state_cache.released(self.plan.job_id, self.stage, self.member)

@@ -41,6 +41,9 @@ When the handoff happens, and when not:
 
 `JETSPARK_STATE_HANDOFF=off` in the executors' environment turns the handoff off
 (`spark.executorEnv.JETSPARK_STATE_HANDOFF`; on `local[*]` the driver's environment).
+
+A worker that keeps processors advertises them (and runs the server) whether relays happen or
+not: the registry is also how the job's end reaches it (`forget_job`), so that it closes them.
 """
 
 from __future__ import annotations

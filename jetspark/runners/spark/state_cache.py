@@ -16,10 +16,13 @@ are closed and the task restores from the store, as it always did. Correctness n
 the cache; a miss costs what a restore always cost.
 
 A processor is kept when it is an `AbstractProcessor` that does not override `init` (its outbox
-and context can be handed over without calling `init_processor` again) on a vertex with inbound and outbound edges (sources and
-sinks hold task-bound things: staged files, result collectors, Spark input), without its own
-two-phase commit (`snapshot_commit_prepare`/`snapshot_commit_finish` not overridden), whose class
-does not set `keep_state_in_worker = False`, and when no processor of its vertex has completed.
+and context can be handed over without calling `init_processor` again; the outbox object it was
+given first stays its outbox, `OutboxImpl.take_place_of`) on a vertex with inbound and outbound
+edges (sources and sinks hold task-bound things: staged files, result collectors, Spark input),
+without its own two-phase commit (`snapshot_commit_prepare`/`snapshot_commit_finish` not
+overridden), whose class does not set `keep_state_in_worker = False`, that is cooperative and
+whose `close()` need not run on its thread (the next epoch may call it from another thread),
+when no processor of its vertex has completed, and only in a Python worker that Spark reuses.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import attrs
 
 from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.processor import Processor
+from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.engine.tasklet import CarriedOver
 from jetspark.planning.plan import ExecutionPlan
 from jetspark.runners.spark import handoff_registry
@@ -66,6 +70,12 @@ class Kept:
     #: Per processor, what it brings into the next epoch besides its state (the edges that ended
     #: for it, the watermarks it sent and was given last).
     carried: list[CarriedOver] = attrs.field(factory=list)
+    #: The plan they were made by (`ExecutionPlan.execution_id`): a job submitted again (another
+    #: DAG, maybe new processor code) under the same job id plans anew and must not get them.
+    execution_id: str = ""
+    #: The member's supplier that made them (initialized by the task that made them): closed
+    #: after them, as the contract wants, when they leave the cache for good.
+    supplier: ProcessorSupplier | None = None
 
 
 Key = tuple[str, str, int]  # (job id, vertex, member)
@@ -89,8 +99,22 @@ def eligible_vertices(
     return {v for v in vertices if plan.vertices[v].inbound and plan.vertices[v].outbound and v not in done}
 
 
+def worker_is_reused() -> bool:
+    """Whether this Python worker runs further tasks (`spark.python.worker.reuse`, the default):
+    Spark says so in a worker's environment (`SPARK_REUSE_WORKER`); a worker that is not reused
+    exits after its task, and whatever it kept would die unclosed. Outside a PySpark worker (one
+    process, tests) the answer is yes."""
+    if "PYTHON_WORKER_FACTORY_SECRET" not in os.environ:
+        return True
+    return bool(os.environ.get("SPARK_REUSE_WORKER"))
+
+
 def keepable(processor: Processor) -> bool:
-    """Whether a processor can be handed a new outbox and context without `init` (see module)."""
+    """Whether a processor can be handed a new outbox and context without `init` (see module):
+    also, as the next epoch may call it from another thread, whether it is not bound to its
+    thread (a non-cooperative processor gets a thread of its own per execution; one whose
+    `close()` must run on the processor's thread, `close_is_cooperative`, holds something bound
+    to it, such as a sqlite3 connection)."""
     kind = type(processor)
     return (
         isinstance(processor, AbstractProcessor)
@@ -98,6 +122,8 @@ def keepable(processor: Processor) -> bool:
         and getattr(kind, "keep_state_in_worker", True) is not False
         and kind.snapshot_commit_prepare is Processor.snapshot_commit_prepare
         and kind.snapshot_commit_finish is Processor.snapshot_commit_finish
+        and processor.is_cooperative() is True
+        and processor.close_is_cooperative() is not True
     )
 
 
@@ -109,11 +135,12 @@ def take(
     committed_file: tuple[str, str] | None,
     member_count: int,
     partition_count: int,
+    execution_id: str = "",
 ) -> Kept | None:
     """The processors kept for (job, vertex, member) if they are exactly the state of committed
-    snapshot `restore_id`, whose file for this member and vertex is `committed_file`; they leave
-    the cache (a failed task must not leave them behind). Anything kept that does not match is
-    closed and dropped."""
+    snapshot `restore_id`, whose file for this member and vertex is `committed_file`, made by
+    the plan `execution_id`; they leave the cache (a failed task must not leave them behind).
+    Anything kept that does not match is closed and dropped."""
     key = (job_id, vertex, member)
     with _LOCK:
         kept = _CACHE.pop(key, None)
@@ -125,6 +152,7 @@ def take(
         and kept.file == committed_file
         and kept.member_count == member_count
         and kept.partition_count == partition_count
+        and kept.execution_id == execution_id
     ):
         return kept
     _dropped([(key, kept)])
@@ -137,7 +165,7 @@ def put(job_id: str, vertex: str, member: int, kept: Kept) -> None:
         old = _CACHE.pop((job_id, vertex, member), None)
         _CACHE[(job_id, vertex, member)] = kept
     if old is not None:
-        close_all(old.processors, vertex)
+        close_all(old.processors, vertex, old.supplier if old.supplier is not kept.supplier else None)
 
 
 def evict_older(job_id: str, restore_id: int) -> None:
@@ -220,7 +248,7 @@ def _dropped(items: list[tuple[Key, Kept]]) -> None:
     """Close processors that left the cache unused; withdraw the registry entries of stages this
     worker no longer holds anything of; tell the listeners when the cache became empty."""
     for (job_id, vertex, member), kept in items:
-        close_all(kept.processors, vertex)
+        close_all(kept.processors, vertex, kept.supplier)
         if kept.stage >= 0 and not holds_stage(job_id, kept.stage, member):
             handoff_registry.withdraw(job_id, kept.stage, member, os.getpid())
     if items and not _CACHE:
@@ -228,7 +256,8 @@ def _dropped(items: list[tuple[Key, Kept]]) -> None:
             listener()
 
 
-def close_all(processors: list[Processor], vertex: str) -> None:
+def close_all(processors: list[Processor], vertex: str, supplier: ProcessorSupplier | None = None) -> None:
+    """Close processors leaving the cache (or never kept), then the supplier that made them."""
     global _closed
     _closed += len(processors)  # `worker_gc`: old objects became garbage
     for processor in processors:
@@ -236,6 +265,11 @@ def close_all(processors: list[Processor], vertex: str) -> None:
             type(processor).close(processor)
         except Exception:
             _log.exception("vertex %r: close() of a processor leaving the state cache failed", vertex)
+    if supplier is not None:
+        try:
+            supplier.close(None)
+        except Exception:
+            _log.exception("vertex %r: ProcessorSupplier.close() of kept processors failed", vertex)
 
 
 def rebind(processor: Processor, outbox: Any, context: Any) -> None:

@@ -311,9 +311,10 @@ def run_stage_task(
         error = failure
         raise encode_failure(failure, None, None) from failure
     finally:
-        execution.close(error)
-        if epoch is not None and execution.execution is not None:
-            epoch.finish_keeping(execution.tasklets, finished and error is None)
+        ran = epoch is not None and execution.execution is not None
+        deferred = execution.close(error, defer=epoch.keeping if ran and epoch is not None else ())
+        if epoch is not None and ran:
+            epoch.finish_keeping(execution.tasklets, finished and error is None, deferred)
         elif epoch is not None:  # `execution.close` closed what setup was given
             epoch.abandon(handed_over=True)
         if reader is not None:

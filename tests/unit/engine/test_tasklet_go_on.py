@@ -106,3 +106,36 @@ def test_a_restored_processor_is_given_the_watermark_again() -> None:
     fresh.run()
     assert processor.calls == [("init", None), ("complete_edge", 1), ("watermark", 10), ("item", 2)]
     assert fresh.output() == [Watermark(10), 2]
+
+
+class KeepsItsOutbox(AbstractProcessor):
+    """Takes its outbox's `offer` once, in init, as the contract lets a processor do."""
+
+    def init_processor(self, context: Any) -> None:
+        self.send = self.outbox.offer
+
+    def try_process_item(self, ordinal: int, item: Any) -> bool:
+        return self.send(item * 10)
+
+
+def test_a_kept_processor_holding_its_init_outbox_sends_to_the_new_execution() -> None:
+    processor = KeepsItsOutbox()
+    first = TaskletHarness(processor, inbound=[(0, 1)], outbound=1)
+    first.feed(0, 0, 1)
+    first.run()
+    assert first.output() == [10]
+    outbox_before = processor.outbox
+
+    second = TaskletHarness(
+        processor,
+        inbound=[(0, 1)],
+        outbound=1,
+        go_on=(functools.partial(AbstractProcessor._bind, processor), first.tasklet.carried_over()),
+        outbox_before=outbox_before,
+    )
+    second.feed(0, 0, 2, 3)
+    second.run()
+    assert second.output() == [20, 30], "sent to the new execution's queue, not the old one"
+    assert first.output() == []
+    assert second.tasklet.outbox is outbox_before and processor.outbox is outbox_before
+    assert outbox_before.emitted_count == 2, "the execution's figures read the outbox in use"

@@ -86,7 +86,14 @@ def keep(the_plan: ExecutionPlan, store: CheckpointStore, snapshot_id: int, name
         the_plan.job_id,
         "counts",
         0,
-        state_cache.Kept([kept], snapshot_id, (name, sha), 2, the_plan.arrangement.partition_count),
+        state_cache.Kept(
+            [kept],
+            snapshot_id,
+            (name, sha),
+            2,
+            the_plan.arrangement.partition_count,
+            execution_id=the_plan.execution_id,
+        ),
     )
     return kept
 
@@ -200,7 +207,12 @@ def test_a_kept_processors_own_counters_are_reported_once(tmp_path: Path) -> Non
     kept = Dropping()
     kept.dropped = 7  # reported in epochs up to 5
     partitions = the_plan.arrangement.partition_count
-    state_cache.put(the_plan.job_id, "counts", 0, state_cache.Kept([kept], 5, (name, sha), 2, partitions))
+    state_cache.put(
+        the_plan.job_id,
+        "counts",
+        0,
+        state_cache.Kept([kept], 5, (name, sha), 2, partitions, execution_id=the_plan.execution_id),
+    )
     epoch = task(tmp_path, the_plan, 5)
     assert epoch.take_kept() == {"counts": [kept]}
     kept.dropped += 2  # this epoch

@@ -121,3 +121,58 @@ def test_only_abstract_processors_without_their_own_commit_or_init_are_keepable(
     assert not state_cache.keepable(OptedOut())
     assert not state_cache.keepable(OwnInit())
     assert not state_cache.keepable(Plain())
+
+
+class Supplier:
+    """A supplier that records when it is closed, against its processors' closes."""
+
+    def __init__(self, processors: list[Counting]) -> None:
+        self.processors = processors
+        self.closed_after: list[list[int]] = []
+
+    def close(self, error: BaseException | None) -> None:
+        self.closed_after.append([p.closed for p in self.processors])
+
+
+def test_processors_made_by_another_plan_are_a_miss_and_closed_before_their_supplier() -> None:
+    """A job submitted again under its id (maybe new processor code) plans anew: what the old
+    plan's processors kept is closed, then the supplier that made them, not handed out."""
+    processors = [Counting(), Counting()]
+    supplier = Supplier(processors)
+    kept = state_cache.Kept(
+        list(processors),
+        5,
+        ("f", "s"),
+        2,
+        271,
+        execution_id="first",
+        supplier=supplier,  # type: ignore[arg-type]
+    )
+    state_cache.put("job", "counts", 0, kept)
+    assert state_cache.take("job", "counts", 0, 5, ("f", "s"), 2, 271, "second") is None
+    assert [p.closed for p in processors] == [1, 1]
+    assert supplier.closed_after == [[1, 1]], "the supplier is closed once, after its processors"
+    state_cache.put(
+        "job", "counts", 0, state_cache.Kept(list(processors), 5, ("f", "s"), 2, 271, execution_id="x")
+    )
+    assert state_cache.take("job", "counts", 0, 5, ("f", "s"), 2, 271, "x") is not None
+
+
+@pytest.mark.parametrize(
+    ("processor", "keepable"),
+    [(Counting(), True), (type("Blocking", (Counting,), {"is_cooperative": lambda self: False})(), False)],
+)
+def test_a_processor_bound_to_its_thread_is_not_kept(processor: Processor, keepable: bool) -> None:
+    """The next epoch may call a kept processor from another thread: a non-cooperative one (its
+    own thread per execution) or one whose close() must run on its thread is restored instead."""
+    assert state_cache.keepable(processor) is keepable
+    sqlite_like = type("SqliteLike", (Counting,), {"close_is_cooperative": lambda self: True})()
+    assert state_cache.keepable(sqlite_like) is False
+
+
+def test_a_worker_that_spark_does_not_reuse_keeps_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTHON_WORKER_FACTORY_SECRET", "x")  # as in a PySpark worker
+    monkeypatch.delenv("SPARK_REUSE_WORKER", raising=False)  # spark.python.worker.reuse=false
+    assert state_cache.worker_is_reused() is False
+    monkeypatch.setenv("SPARK_REUSE_WORKER", "1")
+    assert state_cache.worker_is_reused() is True
