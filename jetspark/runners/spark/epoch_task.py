@@ -296,7 +296,9 @@ class EpochTask:
         for vertex, group in by_vertex.items():
             processors = [t.processor for t in group]
             taken = self.kept_from.get(vertex)
-            supplier = suppliers.pop(vertex, None) or (taken.supplier if taken is not None else None)
+            supplier = suppliers.pop(vertex, None)
+            if supplier is None and taken is not None:
+                supplier = taken.supplier
             lp = self.plan.vertices[vertex].local_parallelism
             arrangement = self.plan.arrangement
             keep = (
