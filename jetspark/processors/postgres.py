@@ -230,10 +230,12 @@ def postgres(
     to_row: Callable[[Any], Any] = _same,
     max_transaction_items: int = DEFAULT_MAX_TRANSACTION_ITEMS,
 ) -> ProcessorSupplier:
-    """An exactly-once sink into PostgreSQL: `insert` (an INSERT with `%s` placeholders) runs for
-    `to_row(item)` of every item, inside transactions prepared at each snapshot and committed
-    when the snapshot is committed. Example: `postgres(dsn, "INSERT INTO counts (k, n) VALUES
-    (%s, %s)")` for items `(k, n)`.
+    """An exactly-once sink into PostgreSQL (in a job with a processing guarantee): `insert` (an
+    INSERT with `%s` placeholders) runs for `to_row(item)` of every item, inside transactions
+    prepared at each snapshot and committed when the snapshot is committed. Example:
+    `postgres(dsn, "INSERT INTO counts (k, n) VALUES (%s, %s)")` for items `(k, n)`. Without a
+    guarantee it commits every `max_transaction_items` items: at-least-once under failures (a
+    run again from the beginning writes again what the failed run committed).
 
     Needs `psycopg` (`pip install 'psycopg[binary]'`) and a server with `max_prepared_transactions`
     above 0. With `dsn` naming your server ([the tutorial](../../tutorial.md) builds a windowed job

@@ -16,12 +16,14 @@ import threading
 import time
 import uuid
 from collections import deque
+from collections.abc import Collection
 from typing import Any
 
 import attrs
 
 from jetspark.checkpoint import CheckpointStore
 from jetspark.checkpoint.job_record import JobRecord
+from jetspark.checkpoint.store import Manifest
 from jetspark.core.config import JobConfig, ProcessingGuarantee, checked_count
 from jetspark.core.context import SNAPSHOT_REQUEST_ATTRIBUTE, STAGING_ATTRIBUTE, STARTPOINTS_ATTRIBUTE
 from jetspark.core.dag import DAG
@@ -179,7 +181,7 @@ class LocalJob(JobHandle):
         )
         if manifest is None:
             return None
-        return snapshot_io.read_snapshot(self.store, manifest, DEFAULT_PARTITION_COUNT)
+        return _restored(self.store, manifest, self.name, self.prepared.names)
 
     def prepare_output(self, resuming: bool = False) -> None:
         """At submit: check the `files` sinks' directories and create their staging areas (a job
@@ -641,7 +643,7 @@ class LocalRunner:
                 store,
                 config,
                 verify=False,
-                load=lambda m: snapshot_io.read_snapshot(store, m, DEFAULT_PARTITION_COUNT),
+                load=lambda m: _restored(store, m, name, prepared.names),
                 export=initial is None,
             )
             if start.completed:
@@ -680,3 +682,10 @@ class LocalRunner:
 class _UserRestart(JobSuspendedError):
     """An execution ended because `LocalJob.restart()` asked for a new one (the meta suppliers'
     `close` gets it: the execution ended without a failure, as after a suspension)."""
+
+
+def _restored(store: CheckpointStore, manifest: Manifest, job: str, vertices: Collection[str]) -> Snapshot:
+    """The snapshot a job restores, read from the store; a warning names the vertices whose state
+    it holds but the job's DAG has no more (`snapshot_io.warn_of_dropped_state`)."""
+    snapshot_io.warn_of_dropped_state(job, manifest, vertices)
+    return snapshot_io.read_snapshot(store, manifest, DEFAULT_PARTITION_COUNT)

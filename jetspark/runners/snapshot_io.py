@@ -331,6 +331,28 @@ def _entries(
     return entries if wanted is None else [e for e in entries if e.partition in wanted]
 
 
+#: (job name, snapshot id) whose dropped state was warned about, in this process.
+_warned_dropped: set[tuple[str, int]] = set()
+
+
+def warn_of_dropped_state(job: str, manifest: Manifest, vertices: Collection[str]) -> list[str]:
+    """The vertices whose state the snapshot a job restores holds but whose DAG has them no more
+    (renamed or removed): nothing reads that state, so it is dropped. As in Jet that is what an
+    upgrade that removes a stage wants; after a rename it silently restarts a count from zero,
+    so one warning names them (once per job and snapshot in this process)."""
+    dropped = sorted(set(manifest.vertices()) - set(vertices))
+    if dropped and (job, manifest.snapshot_id) not in _warned_dropped:
+        _warned_dropped.add((job, manifest.snapshot_id))
+        _log.warning(
+            "job %r: snapshot %d holds the state of %s, which this DAG has no more: that state is "
+            "dropped (a renamed vertex starts empty; keep the vertex's name to keep its state)",
+            job,
+            manifest.snapshot_id,
+            ", ".join(f"vertex {name!r}" for name in dropped),
+        )
+    return dropped
+
+
 def read_snapshot(
     store: CheckpointStore,
     manifest: Manifest,

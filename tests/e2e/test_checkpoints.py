@@ -5,7 +5,9 @@ exported snapshots start other jobs; a finished job leaves nothing behind."""
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -18,8 +20,9 @@ from typing import Any
 import attrs
 import pytest
 
+from jetspark import processors as P
 from jetspark.checkpoint import CheckpointStore, CorruptSnapshotError
-from jetspark.core import DagValidationError, JobCancelledError, JobConfig, ProcessingGuarantee
+from jetspark.core import DAG, DagValidationError, Edge, JobCancelledError, JobConfig, ProcessingGuarantee
 from jetspark.runners.identity import CompletedBefore
 from jetspark.runners.local import JobStatus, LocalRunner
 from tests.e2e.test_snapshots import (
@@ -27,6 +30,7 @@ from tests.e2e.test_snapshots import (
     EXPECTED,
     counting_dag,
     failing_once,
+    key_of,
     run_failing_once_after_snapshots,
     suspend_at_gate,
 )
@@ -210,3 +214,32 @@ def test_a_resumed_job_keeps_the_files_it_wrote_and_every_line_is_there_once(tmp
     )
     with pytest.raises(DagValidationError, match="already holds"):  # started over: a new job of that name
         LocalRunner(2).submit(dag(), attrs.evolve(config, start_over=True))
+
+
+def counts_named(name: str, gate: Gate) -> DAG:
+    """A gated stream counted per key by an aggregation named `name`."""
+    dag = DAG()
+    source = dag.new_vertex("source", gated_stream(gate, count=COUNT))
+    counts = P.aggregate_by_key(dag, name, source, key_of, P.counting())
+    dag.edge(Edge.between(counts, dag.new_vertex("sink", P.collect())).distributed())
+    return dag
+
+
+def test_a_resubmitted_job_whose_stateful_vertex_was_renamed_warns_that_its_state_is_dropped(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A job suspended (or killed) and submitted again with a stateful vertex renamed: the new name
+    restores nothing and the old name's state is read by no one. As in Jet's upgrades that is
+    allowed, but one warning names the vertices whose state is dropped."""
+    gate = Gate(tmp_path / "gate", hold_at=COUNT // 3)
+    job = LocalRunner(2).submit(counts_named("counts", gate), durable(str(tmp_path)))
+    suspend_at_gate(job, gate)
+    gate.open()
+    caplog.set_level(logging.WARNING, logger="jetspark.snapshots")
+    resumed = LocalRunner(2).submit(counts_named("per-key", gate), durable(str(tmp_path)))
+    resumed.join(60)
+    dropped = [m for m in caplog.messages if "which this DAG has no more" in m]
+    assert len(dropped) == 1, caplog.messages
+    assert re.search(r"vertex 'counts(-prepare)?'", dropped[0]) and "'source'" not in dropped[0], dropped[0]
+    counted = sum(count for _, count in resumed.result("sink"))
+    assert counted == COUNT - COUNT // 3, "the renamed vertex started empty: it counts what followed"

@@ -47,7 +47,7 @@ from jetspark.runners.identity import take_back
 from jetspark.runners.job import Capabilities, EpochStats, JobStatus
 from jetspark.runners.member import WATERMARK_FIGURES, add_metrics
 from jetspark.runners.sink_commits import SinkCommits
-from jetspark.runners.snapshot_io import commit_reported
+from jetspark.runners.snapshot_io import commit_reported, warn_of_dropped_state
 from jetspark.runners.spark import handoff
 from jetspark.runners.spark.epoch_span import SpanPolicy, caught_up
 from jetspark.runners.spark.epoch_stats import EpochLedger
@@ -314,6 +314,7 @@ class EpochJob(SparkHandle):
         if manifest is not None:
             restore_dir, restore_id = manifest.directory, manifest.snapshot_id
             self._completed = {(v, int(i)) for v, i in manifest.extra.get("completed", [])}
+            warn_of_dropped_state(self.name, manifest, self.plan.vertices)
         else:
             restore_dir, restore_id = self.initial_dir, self.initial_id
         epoch = self._epoch = restore_id + 1
