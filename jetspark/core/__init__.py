@@ -22,6 +22,7 @@ from jetspark.core.errors import JobFailedError as JobFailedError
 from jetspark.core.errors import JobSuspendedError as JobSuspendedError
 from jetspark.core.errors import JobTimeoutError as JobTimeoutError
 from jetspark.core.errors import PartitioningError as PartitioningError
+from jetspark.core.errors import PermanentError as PermanentError
 from jetspark.core.errors import ProcessorContractError as ProcessorContractError
 from jetspark.core.errors import RestartableError as RestartableError
 from jetspark.core.errors import TopologyChangedError as TopologyChangedError
@@ -75,6 +76,7 @@ __all__ = [
     "ParallelismDecider",
     "Partitioner",
     "PartitioningError",
+    "PermanentError",
     "ProcessingGuarantee",
     "Processor",
     "ProcessorContext",

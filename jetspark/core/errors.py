@@ -49,6 +49,13 @@ class RestartableError(JetsparkError):
     bound how often)."""
 
 
+class PermanentError(JetsparkError):
+    """Raised by a processor for a failure that running again cannot mend (a statement the
+    database refuses, a value its table cannot take): the job fails at once on every runner. A
+    plain exception does too on the local runner; on Spark it makes an epoch run again (up to
+    `max_restarts`), since most failures there are the executor's, not the job's."""
+
+
 class TopologyChangedError(RestartableError):
     """The members a job runs on changed under it (Jet's `TopologyChangedException`, one of its
     restartable exceptions): a processor that finds so raises it, and the job restarts."""

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from jetspark.core.context import ProcessorContext
-from jetspark.core.errors import RestartableError
+from jetspark.core.errors import PermanentError, RestartableError
 from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.processors.transactional import DEFAULT_MAX_TRANSACTION_ITEMS, TransactionalSinkP
 
@@ -89,7 +89,10 @@ _PERMANENT_CONNECT_ERRORS = (
 def _connection_loss_restarts(vertex: str, doing: str) -> Iterator[None]:
     """A connection lost mid-statement (psycopg's `OperationalError`) takes the open transaction
     with it: the job restarts from its last snapshot, whose restore commits or rolls back what
-    was prepared, and the items after it are written again."""
+    was prepared, and the items after it are written again. A statement the server refuses
+    (`ProgrammingError`: a table or column that does not exist, a syntax error, no privilege) or
+    a value it cannot store (`DataError`) would be refused again: the job fails at once
+    (`PermanentError`), also on Spark, which would otherwise run the epoch again."""
     import psycopg
 
     try:
@@ -97,6 +100,10 @@ def _connection_loss_restarts(vertex: str, doing: str) -> Iterator[None]:
     except psycopg.OperationalError as error:
         raise RestartableError(
             f"vertex {vertex!r}: PostgreSQL connection lost while {doing}: {error}"
+        ) from error
+    except (psycopg.ProgrammingError, psycopg.DataError) as error:
+        raise PermanentError(
+            f"vertex {vertex!r}: PostgreSQL refused {doing}: {type(error).__name__}: {error}"
         ) from error
 
 

@@ -91,6 +91,39 @@ def test_a_database_that_does_not_exist_fails_the_job_at_once(postgres_dsn: str)
     assert job.restarts == 0
 
 
+@pytest.mark.parametrize(
+    ("insert", "refusal"),
+    [
+        ("INSERT INTO no_such_table_s15 (k, v) VALUES (%s, %s)", "UndefinedTable"),
+        ("COPY no_such_table_s15 (k, v) FROM STDIN", "UndefinedTable"),
+        ("INSERT INTO {table} (k, v) VALUES (%s, %s)", "InvalidTextRepresentation"),  # 'x' into an int
+    ],
+)
+def test_a_statement_the_server_refuses_fails_the_job_at_once(
+    postgres_dsn: str, insert: str, refusal: str
+) -> None:
+    """A missing table or a value the column cannot take is refused again on every run: the sink
+    raises `PermanentError`, which fails the job at once (on Spark too, without epochs rerun)."""
+    from jetspark import JobFailedError, PermanentError
+    from jetspark.runners.local import LocalRunner
+
+    table = f"refusal_{uuid.uuid4().hex[:6]}"
+    with psycopg.connect(postgres_dsn, autocommit=True) as db:
+        db.execute(f"CREATE TABLE {table} (k int, v int)")
+    dag = DAG()
+    source = dag.new_vertex("source", P.from_iterable([(1, "x")]))
+    sink = dag.new_vertex("db", P.postgres(postgres_dsn, insert.format(table=table)))
+    dag.edge(Edge.between(source, sink))
+    config = JobConfig(processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE, snapshot_interval_millis=50)
+    job = LocalRunner(1, max_restarts=3).submit(dag, config)
+    with pytest.raises(
+        JobFailedError, match=rf"vertex 'db'.*PostgreSQL refused writing: {refusal}"
+    ) as failed:
+        job.join(60)
+    assert isinstance(failed.value.__cause__, PermanentError)
+    assert job.restarts == 0
+
+
 def test_a_connection_lost_mid_stream_restarts_from_the_snapshot_and_every_row_lands_once(
     postgres_dsn: str, tmp_path: Path
 ) -> None:

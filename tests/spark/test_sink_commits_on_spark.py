@@ -194,3 +194,32 @@ def test_a_cancelled_job_leaves_nothing_prepared_and_each_committed_row_once(
     assert sorted(files) == sorted(table), "the two sinks committed different epochs"
     assert not (root / "cancelled").exists()
     gate.open()
+
+
+def test_a_table_that_does_not_exist_fails_a_job_in_epochs_at_once(
+    spark: Any, tmp_path: Path, postgres_dsn: str
+) -> None:
+    """A statement the server refuses is refused again by every rerun of the epoch: the sink's
+    `PermanentError` fails the job at once (it aborted 6 epochs over 42 s before, with back-offs)."""
+    import pytest
+
+    from jetspark import JobFailedError
+    from jetspark import processors as P
+
+    dag = DAG()
+    source = dag.new_vertex("source", P.from_iterable([(1, 2), (3, 4)]))
+    sink = dag.new_vertex(
+        "db", P.postgres(postgres_dsn, "INSERT INTO no_such_table_s15 (k, v) VALUES (%s, %s)")
+    )
+    dag.edge(Edge.between(source, sink))
+    config = JobConfig(
+        name="missing-table",
+        processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE,
+        snapshot_interval_millis=200,
+        checkpoint_root=str(tmp_path / "ck"),
+    )
+    job = SparkRunner(spark, max_restarts=5).submit(dag, config)
+    with pytest.raises(JobFailedError, match=r"PostgreSQL refused writing: UndefinedTable"):
+        job.join(120)
+    assert job.status is JobStatus.FAILED
+    assert job.epochs_aborted <= 1 and job.restarts == 0, (job.epochs_aborted, job.restarts)

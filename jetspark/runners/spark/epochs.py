@@ -28,7 +28,13 @@ from typing import Any, TypeVar
 from jetspark.checkpoint import CheckpointStore, CorruptSnapshotError, Manifest
 from jetspark.checkpoint.job_record import JobRecord
 from jetspark.core.config import ProcessingGuarantee
-from jetspark.core.errors import BadRecordError, JobCancelledError, JobFailedError, ProcessorContractError
+from jetspark.core.errors import (
+    BadRecordError,
+    JobCancelledError,
+    JobFailedError,
+    PermanentError,
+    ProcessorContractError,
+)
 from jetspark.core.runs import ordered_run_id
 from jetspark.ctrl_c import wait_for
 from jetspark.planning.pipeline import PreparedDag
@@ -647,8 +653,9 @@ CANCELLED_TASKS_TIMEOUT = 30
 
 
 def _not_restartable(error: BaseException) -> bool:
-    """A broken contract, or a bad record under `errors="fail"`, fails the job at once: running
-    the epoch again meets them again."""
-    return (
-        _in_chain(error, ProcessorContractError) is not None or _in_chain(error, BadRecordError) is not None
+    """A broken contract, a bad record under `errors="fail"`, or a processor's `PermanentError`
+    fails the job at once: running the epoch again meets them again."""
+    return any(
+        _in_chain(error, kind) is not None
+        for kind in (ProcessorContractError, BadRecordError, PermanentError)
     )
