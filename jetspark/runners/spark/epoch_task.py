@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import logging
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -27,7 +28,7 @@ import attrs
 from jetspark.core.processor import Processor
 from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.engine.snapshot import BROADCAST_PARTITION, SnapshotContext, SnapshotData, SnapshotEntry
-from jetspark.engine.tasklet import CarriedOver, ProcessorTasklet
+from jetspark.engine.tasklet import CarriedOver, ProcessorTasklet, State
 from jetspark.planning.plan import ExecutionPlan
 from jetspark.runners.member import processor_metric
 from jetspark.runners.snapshot_io import (
@@ -77,6 +78,17 @@ class EpochSpec:
     #: Restore (which commits the restored transactions), snapshot at once, write nothing.
     commit_only: bool = False
 
+
+_log = logging.getLogger("jetspark.spark.epochs")
+
+#: The terminal snapshot waits for a processor finishing its output (its inputs ended, its
+#: `complete()` has not returned True) at most this many spans, and at least `FINISHING_WAIT_MIN`
+#: seconds (`EpochTask.on_tick`).
+FINISHING_WAIT_SPANS = 10
+FINISHING_WAIT_MIN = 60.0
+#: ... as long as they emit: one that emitted nothing for this long waits for something itself
+#: (a transactional sink for the snapshot that commits its last transaction).
+FINISHING_STALL = 0.5
 
 #: The Spark local property that carries an epoch's pickled `EpochSpec` (base64) to its tasks: the
 #: driver builds the next epoch's RDDs while one runs, before its spec is known (`epochs`).
@@ -158,6 +170,11 @@ class EpochTask:
         #: When the span began (the loop's first round) and when the terminal snapshot started.
         self._span_began: float | None = None
         self._span_ended: float | None = None
+        #: When the terminal snapshot became due while a processor was finishing (`_finishing`);
+        #: what the finishing processors had emitted, and when that last grew.
+        self._held_since: float | None = None
+        self._finishing_emitted = 0
+        self._finishing_progress = 0.0
         self._restore_manifest: Manifest | None = None
         #: Per vertex: the chain this epoch's incremental file extends (`_plan_chains`).
         self._chains: dict[str, tuple[tuple[int, SnapshotFile], ...]] = {}
@@ -508,12 +525,45 @@ class EpochTask:
         due = self.spec.commit_only or now >= self._deadline
         if not due and reader is not None and reader.epoch_end_seen:
             due = True
+        if due and not self.spec.commit_only and self._finishing(now):
+            due = False
         if due:
             self._started = True
             self._span_ended = now
             if context.active_tasklets > 0:
                 context.start(self.spec.epoch, terminal=True)
         self._abort_if_cut(reader)
+
+    def _finishing(self, now: float) -> bool:
+        """Whether the due terminal snapshot waits: a processor here is finishing its output (its
+        inputs ended, its `complete()` has not returned True, and it emits). A snapshot between its `complete()`
+        calls would end the epoch there, and the next epoch, restoring it, would call `complete()`
+        from what it saved: a processor that does not save how far its output got (the contract
+        asks it to, but Jet restores only after a failure) would emit its output again in every
+        epoch, and never end if that takes longer than an epoch. So the epoch waits for it, up to
+        `FINISHING_WAIT_SPANS` spans (at least `FINISHING_WAIT_MIN` s); a processor still
+        finishing then (one that streams after its input ended) is snapshotted mid-`complete()`."""
+        finishing = [t for t in self.tasklets if t.streams and not t.is_done and t.state is State.COMPLETE]
+        emitted = sum(t.outbox.emitted_count for t in finishing)
+        if emitted != self._finishing_emitted:
+            self._finishing_emitted, self._finishing_progress = emitted, now
+        if not finishing or now - self._finishing_progress >= FINISHING_STALL:
+            return False  # none, or none emits: one waiting for the snapshot (a sink's commit)
+        if self._held_since is None:
+            self._held_since = now
+        if now - self._held_since < max(FINISHING_WAIT_SPANS * self.spec.span, FINISHING_WAIT_MIN):
+            return True
+        if self._held_since != -1.0:
+            _log.warning(
+                "epoch %d: %s still in complete() %.0f s after its input ended: the epoch ends now; "
+                "its next epoch restores it, so its complete() must save how far its output got "
+                "(processor-contract.md, Snapshots)",
+                self.spec.epoch,
+                finishing[0].name,
+                now - self._held_since,
+            )
+            self._held_since = -1.0
+        return False
 
     def _abort_if_cut(self, reader: ShuffleReader | None) -> None:
         """A producer's task refused or stopped sends no end of its input: its pair never ends,
