@@ -69,7 +69,7 @@ def _check_isolated_input(edge: Edge) -> None:
         return
     if not edge.is_distributed and edge.source.local_parallelism == 1:
         return  # one upstream processor per member: each processor here hears (part of) its stream
-    fix = f"Edge.between({_spelled(edge.source)}, {_spelled(destination)}).isolated()"
+    fix = f"Edge.between({spelled_vertex(edge.source)}, {spelled_vertex(destination)}).isolated()"
     if edge.routing is not RoutingPolicy.ISOLATED:
         raise DagValidationError(
             f"edge {edge.name}: vertex {destination.name!r} ({reason}) needs an isolated edge, "
@@ -100,7 +100,7 @@ def _check_keyed_input(edge: Edge) -> None:
         f"edge {edge.name}: vertex {destination.name!r} ({reason}) needs an edge partitioned by its "
         f"key, got {edge.routing.value}{' distributed' if edge.is_distributed else ''}: one key's items "
         f"would be split across its processors and give wrong results; use "
-        f"Edge.between({_spelled(edge.source)}, {_spelled(destination)}).partitioned(key_fn).distributed()"
+        f"Edge.between({spelled_vertex(edge.source)}, {spelled_vertex(destination)}).partitioned(key_fn).distributed()"
     )
 
 
@@ -108,7 +108,7 @@ def _first_free(used: set[int]) -> int:
     return next(ordinal for ordinal in range(len(used) + 1) if ordinal not in used)
 
 
-def _spelled(vertex: Vertex) -> str:
+def spelled_vertex(vertex: Vertex) -> str:
     """The vertex as a reader would write it in code: its name, or a lookup when that is no identifier."""
     return vertex.name if vertex.name.isidentifier() else f"dag.get_vertex({vertex.name!r})"
 
@@ -176,8 +176,8 @@ class DAG:
         out = edge.source_ordinal if edge.source_ordinal not in used_out else _first_free(used_out)
         into = edge.dest_ordinal if edge.dest_ordinal not in used_in else _first_free(used_in)
         advice = (
-            f"choose free ordinals with Edge.from_({_spelled(edge.source)}, {out})"
-            f".to({_spelled(edge.destination)}, {into})"
+            f"choose free ordinals with Edge.from_({spelled_vertex(edge.source)}, {out})"
+            f".to({spelled_vertex(edge.destination)}, {into})"
         )
         if edge.source_ordinal == 0 and edge.dest_ordinal == 0:
             advice += " (Edge.between() uses ordinal 0 at both ends)"

@@ -18,7 +18,7 @@ more than one member.
 
 from __future__ import annotations
 
-from jetspark.core.dag import DAG
+from jetspark.core.dag import DAG, spelled_vertex
 from jetspark.core.edge import Edge, RoutingPolicy
 
 #: Where the member count goes in a message of `single_member_edges`.
@@ -37,7 +37,7 @@ def single_member_edges(dag: DAG) -> tuple[str, ...]:
             continue
         if edge.routing is RoutingPolicy.PARTITIONED and _keys_placed_by_member(dag, edge):
             continue
-        spelled = f"Edge.between({_spelled(edge.source.name)}, {_spelled(destination.name)})"
+        spelled = f"Edge.between({spelled_vertex(edge.source)}, {spelled_vertex(destination)})"
         got = f"{edge.routing.value}{' distributed' if edge.is_distributed else ' local'}"
         problems.append(
             f"edge {edge.name}: vertex {destination.name!r} ({reason}) runs on {MEMBERS} members, "
@@ -53,7 +53,3 @@ def _keys_placed_by_member(dag: DAG, edge: Edge) -> bool:
     distributed partitioned edges (so each of its processors holds only its member's keys)."""
     inbound = dag.inbound_edges(edge.source.name)
     return bool(inbound) and all(e.routing is RoutingPolicy.PARTITIONED and e.is_distributed for e in inbound)
-
-
-def _spelled(name: str) -> str:
-    return name if name.isidentifier() else f"dag.get_vertex({name!r})"
