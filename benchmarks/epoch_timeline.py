@@ -125,10 +125,10 @@ def install_worker(path: str) -> None:
         _local.task["loop_end"] = time.time()
         return original_report(self, carrier, stage)
 
-    def finish_keeping(self: Any, tasklets: Any, success: bool) -> None:
+    def finish_keeping(self: Any, tasklets: Any, success: bool, *args: Any, **kwargs: Any) -> None:
         task = _local.task
         task["close"] = time.time()
-        original_finish(self, tasklets, success)
+        original_finish(self, tasklets, success, *args, **kwargs)
         task.update(end=time.time(), kept=len(self.kept), keeping=len(self.keeping))
         line = json.dumps(task)
         task.clear()
