@@ -177,7 +177,7 @@ class CheckpointStore:
         self.job = check_name("job", job)
         self.retain = retain
         self.job_dir = f"{self.root}/{job}"
-        self.fs.makedirs(f"{self.job_dir}/snapshots", exist_ok=True)
+        self.fs.makedirs(self.job_dir, exist_ok=True)  # `snapshots/` comes with the first snapshot
         self._tidy = tidy
         self._commit_noted = False
         if tidy:
@@ -287,10 +287,32 @@ class CheckpointStore:
 
     def finish(self, record: JobRecord) -> None:
         """The job completed: mark its record so (first: a death after it still says completed),
-        then delete its snapshots, `LATEST` and run markers; the record stays."""
+        then delete its snapshots, `LATEST` and run markers; the record stays. The record keeps
+        the commit mark `_note_a_commit` wrote to disk (the runner's copy is from before it)."""
+        if not record.committed and (self._commit_noted or self._record_says_committed()):
+            record = record.with_a_commit()
         self.write_record(record)
+        self.remove_leftovers()
+
+    def remove_leftovers(self) -> None:
+        """Delete what a completed job no longer needs: its snapshots, `LATEST` and run markers
+        (again, after a death during `finish` left some of them)."""
         for path in (f"{self.job_dir}/LATEST", f"{self.job_dir}/runs", f"{self.job_dir}/snapshots"):
             self._remove(path)
+
+    def has_leftovers(self) -> bool:
+        """Whether `remove_leftovers` has anything to delete."""
+        return any(
+            self.fs.exists(path)
+            for path in (f"{self.job_dir}/LATEST", f"{self.job_dir}/runs", f"{self.job_dir}/snapshots")
+        )
+
+    def _record_says_committed(self) -> bool:
+        try:
+            on_disk = self.read_record()
+        except (OSError, CorruptSnapshotError):
+            return False
+        return on_disk is not None and on_disk.committed
 
     # ---- what runners keep beside the snapshots ---------------------------------------------
 
@@ -597,8 +619,11 @@ class CheckpointStore:
 
     def _snapshot_ids(self) -> list[int]:
         """Ids of the snapshot directories present, oldest first."""
-        ids = []
-        for path in self.fs.ls(f"{self.job_dir}/snapshots", detail=False):
+        ids: list[int] = []
+        directory = f"{self.job_dir}/snapshots"
+        if not self.fs.exists(directory):  # none taken yet, or a completed job's (`finish`)
+            return ids
+        for path in self.fs.ls(directory, detail=False):
             name = path.rstrip("/").rsplit("/", 1)[-1]
             if name.isdigit():
                 ids.append(int(name))

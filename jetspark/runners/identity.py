@@ -92,8 +92,31 @@ def completed_before(store: CheckpointStore, start_over: bool) -> CompletedBefor
     record = store.read_record()
     if record is None or record.completed is None or start_over:
         return None
+    _tidy_after_finish(store)
     _say_completed(record)
     return CompletedBefore(record)
+
+
+def _tidy_after_finish(store: CheckpointStore) -> None:
+    """Delete what a driver that died while tidying its completed job left (`store.finish`), under
+    the job's driver lock and only while the record still says completed: another driver may be
+    running the job again (`start_over`). Where the root has no lock (not a local path), it stays."""
+    if not store.is_local or not store.has_leftovers():
+        return
+    held = driver_lock.holds(store)
+    try:
+        driver_lock.acquire(store)
+    except JobAlreadyRunningError:
+        return  # another driver runs it again: what is there is its own
+    try:
+        now = store.read_record()
+        if now is not None and now.completed is not None:
+            store.remove_leftovers()
+    except OSError:
+        _log.exception("job %r: deleting what its last run left in %s failed", store.job, store.job_dir)
+    finally:
+        if not held:
+            driver_lock.release(store)
 
 
 def take_back(store: CheckpointStore, record: JobRecord) -> None:

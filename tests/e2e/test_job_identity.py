@@ -17,6 +17,7 @@ import attrs
 import pytest
 
 from examples.streaming_counts import expected_rows, streaming_dag
+from jetspark.api import run
 from jetspark.core import JobConfig, ProcessingGuarantee
 from jetspark.processors.transactional import read_lines
 from jetspark.runners.identity import CompletedBefore
@@ -107,6 +108,28 @@ def test_a_completed_job_submitted_again_does_nothing_unless_started_over(
     assert over.job_id != first.job_id
     assert set(files) < set(os.listdir(out)), "the run started over commits new names beside the old"
     assert sorted(read_lines(str(out))) == sorted(expected_rows(COUNT) * 2)
+
+
+def test_a_completed_job_submitted_again_removes_what_a_cut_short_tidy_left(tmp_path: Path) -> None:
+    """A driver killed while tidying its completed job leaves an empty `snapshots/` directory; the
+    next submit (which runs nothing) deletes it, and the record keeps its commit mark."""
+    out, root = tmp_path / "out", tmp_path / "ck"
+    LocalRunner(2).run(streaming_dag(str(out), COUNT), config(root), timeout=60)
+    job_dir = root / "counts"
+    (job_dir / "snapshots").mkdir()
+    (job_dir / "runs").mkdir()
+    record = json.loads((job_dir / "JOB").read_text())
+    assert record["committed"] is True and record["completed"] is not None
+
+    again = run(streaming_dag(str(out), COUNT), config(root))  # read before any session
+    assert isinstance(again, CompletedBefore)
+    assert sorted(p.name for p in job_dir.iterdir()) == ["DRIVER", "JOB"]
+
+    (job_dir / "snapshots").mkdir()
+    again = LocalRunner(2).submit(streaming_dag(str(out), COUNT), config(root))  # under the lock
+    assert isinstance(again, CompletedBefore)
+    assert sorted(p.name for p in job_dir.iterdir()) == ["DRIVER", "JOB"]
+    assert json.loads((job_dir / "JOB").read_text())["committed"] is True
 
 
 def test_start_over_is_refused_for_a_job_that_has_not_completed(tmp_path: Path) -> None:

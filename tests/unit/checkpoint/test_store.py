@@ -311,6 +311,49 @@ def test_the_record_is_marked_at_the_first_commit_and_keeps_the_mark_through_a_t
     assert again is not None and again.committed and again.run == "run2"
 
 
+def test_a_completed_record_keeps_the_commit_mark_the_runner_never_saw(tmp_path: Path) -> None:
+    """The runner finishes with its own copy of the record, read before the first commit marked
+    the one on disk; the completed record still says a snapshot was committed."""
+    store = running_job(tmp_path)
+    runners_copy = store.read_record()
+    take(store, 0)
+    take(store, 1)
+    assert runners_copy is not None and not runners_copy.committed
+    store.finish(runners_copy.finished())
+    done = CheckpointStore(str(tmp_path), "job-1").read_record()
+    assert done is not None and done.completed is not None and done.committed
+    assert not store.has_leftovers()
+
+
+def test_a_record_written_by_another_store_keeps_its_commit_mark_when_finished(tmp_path: Path) -> None:
+    store = running_job(tmp_path)
+    take(store, 0)
+    runners_copy = first_record("0123456789abcdef", "job-1", "run1")  # as read before the commit
+    CheckpointStore(str(tmp_path), "job-1").finish(runners_copy.finished())
+    done = store.read_record()
+    assert done is not None and done.committed
+
+
+def test_a_record_of_a_job_that_never_committed_stays_unmarked_when_finished(tmp_path: Path) -> None:
+    store = running_job(tmp_path)
+    record = store.read_record()
+    assert record is not None
+    store.finish(record.finished())
+    done = store.read_record()
+    assert done is not None and done.completed is not None and not done.committed
+
+
+def test_leftovers_of_a_cut_short_finish_are_found_and_removed(tmp_path: Path) -> None:
+    store = running_job(tmp_path)
+    take(store, 0)
+    assert store.has_leftovers()
+    (tmp_path / "job-1" / "LATEST").unlink()
+    shutil.rmtree(tmp_path / "job-1" / "snapshots" / "0000000000")  # only the empty directory stays
+    assert store.has_leftovers()
+    store.remove_leftovers()
+    assert not store.has_leftovers() and (tmp_path / "job-1" / "JOB").exists()
+
+
 @pytest.mark.parametrize("snapshots_left", [0, 1])
 def test_a_lost_latest_of_a_job_that_committed_is_refused_with_any_number_of_snapshots_left(
     tmp_path: Path, snapshots_left: int
