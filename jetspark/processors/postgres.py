@@ -189,15 +189,17 @@ class _PostgresP(TransactionalSinkP):
     def rollback(self, txn: str) -> None:
         from psycopg import sql
 
-        self._control.execute(sql.SQL("ROLLBACK PREPARED {}").format(sql.Literal(txn)))
+        with _connection_loss_restarts(self._vertex, "rolling back a transaction"):
+            self._control.execute(sql.SQL("ROLLBACK PREPARED {}").format(sql.Literal(txn)))
 
     def pending(self, prefix: str) -> list[str]:
         # `<prefix>-%`: processor 1's prefix must not match processor 10's transactions
         pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "-%"
-        rows = self._control.execute(
-            "SELECT gid FROM pg_prepared_xacts WHERE database = current_database() AND gid LIKE %s",
-            (pattern,),
-        ).fetchall()
+        with _connection_loss_restarts(self._vertex, "looking up prepared transactions"):
+            rows = self._control.execute(
+                "SELECT gid FROM pg_prepared_xacts WHERE database = current_database() AND gid LIKE %s",
+                (pattern,),
+            ).fetchall()
         return [row[0] for row in rows]
 
     def close(self) -> None:

@@ -7,6 +7,7 @@ import uuid
 from pathlib import Path
 
 import psycopg
+import psycopg.sql
 import pytest
 
 from jetspark import DAG, Edge, JobConfig, ProcessingGuarantee
@@ -25,6 +26,43 @@ def fresh_table(dsn: str) -> str:
 def rows_of(dsn: str, table: str) -> list[tuple[int, str]]:
     with psycopg.connect(dsn) as conn:
         return sorted(conn.execute(f"SELECT k, word FROM {table}").fetchall())
+
+
+@pytest.mark.parametrize("call", ["pending", "rollback", "commit", "prepare", "write"])
+def test_every_server_call_on_a_lost_connection_asks_for_a_restart(postgres_dsn: str, call: str) -> None:
+    """A connection the server ended (a failover, `pg_terminate_backend`) fails whichever call
+    finds it gone with a `RestartableError`, so that the job restarts from its snapshot instead of
+    failing: a restore's lookups and rollbacks too, not only the writes."""
+    from jetspark.core.errors import RestartableError
+
+    table = fresh_table(postgres_dsn)
+    sink = _PostgresP(postgres_dsn, f"INSERT INTO {table} (k, word) VALUES (%s, %s)", tuple, 1000)
+    sink._conn = psycopg.connect(postgres_dsn, autocommit=True)
+    sink._control = psycopg.connect(postgres_dsn, autocommit=True)
+    gid = f"lost-{uuid.uuid4().hex[:6]}-0"
+    if call in ("prepare", "commit"):
+        sink.write(gid, [(1, "a")])
+    if call == "commit":
+        sink.prepare(gid)
+    try:
+        with psycopg.connect(postgres_dsn, autocommit=True) as admin:
+            for conn in (sink._conn, sink._control):
+                admin.execute("SELECT pg_terminate_backend(%s)", (conn.info.backend_pid,))
+        calls = {
+            "pending": lambda: sink.pending("lost"),
+            "rollback": lambda: sink.rollback(gid),
+            "commit": lambda: sink.commit(gid),
+            "prepare": lambda: sink.prepare(gid),
+            "write": lambda: sink.write(gid, [(2, "b")]),
+        }
+        with pytest.raises(RestartableError, match="PostgreSQL connection lost while"):
+            calls[call]()
+    finally:
+        sink._in_transaction = False
+        sink.close()
+    if call == "commit":  # the prepared transaction outlives its connection
+        with psycopg.connect(postgres_dsn, autocommit=True) as admin:
+            admin.execute(psycopg.sql.SQL("ROLLBACK PREPARED {}").format(psycopg.sql.Literal(gid)))
 
 
 @pytest.mark.parametrize(
