@@ -1,0 +1,81 @@
+"""The loop's back-off when no tasklet makes progress: Jet's spin, yield, then sleeps doubling up
+to 1 ms; after a quarter second of that, 10 ms sleeps (a quiet stream's cost)."""
+
+from __future__ import annotations
+
+import pytest
+
+from jetspark.engine import execution
+from jetspark.engine.execution import IdleStrategy
+
+
+class FakeClock:
+    """`time.sleep` and `time.monotonic` of the module, without waiting: a sleep moves the clock."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.sleeps: list[float] = []
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    fake = FakeClock()
+    monkeypatch.setattr(execution.time, "sleep", fake.sleep)
+    monkeypatch.setattr(execution.time, "monotonic", fake.monotonic)
+    return fake
+
+
+def idle_for(strategy: IdleStrategy, clock: FakeClock, seconds: float) -> None:
+    start = clock.now
+    while clock.now - start < seconds:
+        strategy.idle()
+
+
+def test_ten_spins_then_ten_yields_then_sleeps_doubling_to_the_maximum(clock: FakeClock) -> None:
+    strategy = IdleStrategy(min_sleep=25e-6, max_sleep=1e-3)
+    for _ in range(10):
+        strategy.idle()
+    assert clock.sleeps == []
+    for _ in range(10):
+        strategy.idle()
+    assert clock.sleeps == [0] * 10
+    for _ in range(8):
+        strategy.idle()
+    assert clock.sleeps[10:] == pytest.approx([25e-6, 50e-6, 100e-6, 200e-6, 400e-6, 800e-6, 1e-3, 1e-3])
+
+
+def test_after_the_deep_delay_at_the_maximum_sleeps_grow_to_the_deep_sleep(clock: FakeClock) -> None:
+    strategy = IdleStrategy(max_sleep=1e-3, deep_after=0.25, deep_sleep=10e-3)
+    idle_for(strategy, clock, 0.2)
+    assert max(clock.sleeps) == pytest.approx(1e-3), "a fifth of a second of quiet: Jet's back-off"
+    idle_for(strategy, clock, 0.1)
+    assert clock.sleeps[-1] == pytest.approx(10e-3)
+    idle_for(strategy, clock, 1.0)
+    assert max(clock.sleeps) == pytest.approx(10e-3), "never longer than the deep sleep"
+    assert all(s == pytest.approx(10e-3) for s in clock.sleeps[-80:]), "a quiet loop wakes 100 times a second"
+
+
+def test_progress_starts_the_back_off_over_from_spinning(clock: FakeClock) -> None:
+    strategy = IdleStrategy(max_sleep=1e-3, deep_after=0.25, deep_sleep=10e-3)
+    idle_for(strategy, clock, 1.0)
+    assert clock.sleeps[-1] == pytest.approx(10e-3)
+    strategy.reset()
+    clock.sleeps.clear()
+    for _ in range(21):
+        strategy.idle()
+    assert clock.sleeps == [0] * 10 + [pytest.approx(25e-6)]
+    idle_for(strategy, clock, 0.2)
+    assert max(clock.sleeps) == pytest.approx(1e-3), "the deep delay counts from the new quiet"
+
+
+def test_a_deep_sleep_below_the_maximum_keeps_the_maximum(clock: FakeClock) -> None:
+    strategy = IdleStrategy(max_sleep=5e-3, deep_after=0.0, deep_sleep=1e-3)
+    idle_for(strategy, clock, 1.0)
+    assert max(clock.sleeps) == pytest.approx(5e-3)
