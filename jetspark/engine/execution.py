@@ -65,12 +65,17 @@ class IdleStrategy:
         self._deep_sleep = max(deep_sleep, max_sleep)
         self._quiet_since = 0.0
 
-    def idle(self) -> None:
+    def idle(self, wake_at: float | None = None) -> None:
+        """One round without progress; a deep sleep ends by `wake_at` (`time.monotonic()`), when
+        the loop's owner is due to act then (a span's end)."""
         self._idle += 1
         if self._idle <= 10:
             return
         if self._idle <= 20:
             time.sleep(0)
+            return
+        if self._sleep > self._max and wake_at is not None:
+            time.sleep(min(self._sleep, max(0.0, wake_at - time.monotonic())))
             return
         time.sleep(self._sleep)
         if self._sleep < self._max:
@@ -108,6 +113,9 @@ class Execution:
         self._calling: ProcessorTasklet | None = None
         self._on_tick = on_tick or (lambda: None)
         self._on_idle = on_idle or (lambda: False)
+        #: When `on_tick` is next due to act (`time.monotonic()`), if it knows: the cooperative
+        #: loop's longest idle sleeps end by then.
+        self.wake_at: float | None = None
         self._stop = threading.Event()
         self._error_lock = threading.Lock()
         self.error: BaseException | None = None
@@ -236,7 +244,7 @@ class Execution:
             if progress:
                 idle.reset()
             elif active:
-                idle.idle()
+                idle.idle(self.wake_at)
             else:  # only threads are left: wait for them a little at a time
                 time.sleep(0.002)
 

@@ -46,6 +46,7 @@ from jetspark.runners.spark.shuffle_in import ShuffleReader
 if TYPE_CHECKING:  # the checkpoint store needs fsspec, which batch jobs' executors need not have
     from jetspark.checkpoint import CheckpointStore, Manifest
     from jetspark.checkpoint.store import SnapshotFile
+    from jetspark.engine.execution import Execution
 
 
 def _open_store(spec: EpochSpec) -> CheckpointStore:
@@ -158,6 +159,9 @@ class EpochTask:
         #: When the terminal snapshot is due: the span counts from the first round of the loop, not
         #: from when the task began (setup and restore may take longer than a short span).
         self._deadline: float | None = None
+        #: The task's engine loop (set once it starts): told when the span ends, so that a quiet
+        #: source's idle loop wakes then (`Execution.wake_at`).
+        self.engine: Execution | None = None
         self._store: CheckpointStore | None = None
         self.tasklets: list[ProcessorTasklet] = []
         self._ticks = 0
@@ -522,6 +526,8 @@ class EpochTask:
         if self._deadline is None:
             self._deadline = now + self.spec.span
             self._span_began = now
+            if self.engine is not None:
+                self.engine.wake_at = self._deadline
         due = self.spec.commit_only or now >= self._deadline
         if not due and reader is not None and reader.epoch_end_seen:
             due = True

@@ -269,6 +269,8 @@ def run_stage_task(
             on_idle=on_idle,
             quiescence_check=epoch is None,
         )
+        if epoch is not None:
+            epoch.engine = engine
         for _ in engine.steps():  # closes every processor at the end
             if reporter is not None:
                 reporter.tick(execution.metrics)

@@ -79,3 +79,25 @@ def test_a_deep_sleep_below_the_maximum_keeps_the_maximum(clock: FakeClock) -> N
     strategy = IdleStrategy(max_sleep=5e-3, deep_after=0.0, deep_sleep=1e-3)
     idle_for(strategy, clock, 1.0)
     assert max(clock.sleeps) == pytest.approx(5e-3)
+
+
+def test_a_deep_sleep_ends_by_the_time_the_loop_is_due_to_act(clock: FakeClock) -> None:
+    """A quiet source's span ends at a known time: the sleep before it is cut short to end then,
+    so that the epoch's snapshot starts on time (its fixed cost)."""
+    strategy = IdleStrategy(max_sleep=1e-3, deep_after=0.25, deep_sleep=10e-3)
+    idle_for(strategy, clock, 0.5)
+    assert clock.sleeps[-1] == pytest.approx(10e-3)
+    due = clock.now + 0.004
+    strategy.idle(wake_at=due)
+    assert clock.now == pytest.approx(due)
+    strategy.idle(wake_at=due)
+    assert clock.sleeps[-1] == 0.0, "past the time: no sleep"
+    strategy.idle(wake_at=None)
+    assert clock.sleeps[-1] == pytest.approx(10e-3)
+
+
+def test_sleeps_up_to_the_maximum_are_not_cut(clock: FakeClock) -> None:
+    strategy = IdleStrategy(max_sleep=1e-3, deep_after=0.25, deep_sleep=10e-3)
+    for _ in range(30):
+        strategy.idle(wake_at=clock.now)
+    assert clock.sleeps[-1] == pytest.approx(1e-3), "Jet's back-off as it was"

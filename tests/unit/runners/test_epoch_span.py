@@ -246,3 +246,12 @@ def test_an_epoch_with_a_task_that_reported_no_snapshot_is_never_committed() -> 
     every = [(m, SnapshotFilesRecord(-1, s, m, (), ())) for s in (0, 1) for m in (0, 1)]
     assert EpochJob._unreported(job, DriverReports.of(every, [])) == []  # type: ignore[arg-type]
     assert EpochJob._unreported(job, DriverReports.of(every[:3], [])) == [(1, 1)]  # type: ignore[arg-type]
+
+
+def test_the_engine_loop_is_told_when_the_span_ends(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A quiet source's loop sleeps 10 ms at a time; told the span's end, it wakes then, so the
+    epoch's terminal snapshot starts on time."""
+    task, _clock = sources_task(tmp_path, monkeypatch, span=2.5)  # at 100.0
+    task.engine = SimpleNamespace(wake_at=None)  # type: ignore[assignment]
+    task.on_tick()
+    assert task.engine.wake_at == pytest.approx(102.5)
