@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import reprlib
 from collections import deque
+from itertools import islice
 from typing import Any
 
 import attrs
@@ -27,12 +28,59 @@ def short(value: Any) -> str:
     return _repr.repr(value)
 
 
+#: An inbox argument keeps this many of its items for the record: `short` shows 8, then "...".
+SHOWN_ITEMS = _repr.maxlist + 1
+
+
+class CallArgs:
+    """A call's arguments as a record shows them, formatted only when the record is shown (a
+    failure report, DEBUG logging): most records are never shown, and formatting every call took
+    half of the kit's time. An inbox is kept as its first items at the time of the call."""
+
+    __slots__ = ("_args", "_note")
+
+    def __init__(self, args: tuple[Any, ...], note: str = "") -> None:
+        self._args = tuple(
+            InboxView(list(islice(arg, SHOWN_ITEMS)))
+            if hasattr(arg, "size") and hasattr(arg, "peek")
+            else arg
+            for arg in args
+        )
+        self._note = note
+
+    def __str__(self) -> str:
+        shown = ", ".join(str(a) if isinstance(a, InboxView) else short(a) for a in self._args)
+        return shown + (f"; {self._note}" if self._note else "")
+
+
+@attrs.frozen
+class InboxView:
+    """The first items of an inbox when a call got it (enough for `short`'s "..." after them)."""
+
+    items: list[Any]
+
+    def __str__(self) -> str:
+        return f"inbox {short(self.items)}"
+
+
+class CallResult:
+    """A call's return value, formatted when shown (see `CallArgs`)."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: Any) -> None:
+        self._value = value
+
+    def __str__(self) -> str:
+        return "None" if self._value is None else short(self._value)
+
+
 @attrs.define
 class CallRecord:
     who: str
     method: str
-    args: str
-    result: str = "..."
+    args: str | CallArgs
+    result: str | CallResult = "..."
     inbox_before: int | None = None
     inbox_after: int | None = None
     emitted: list[Any] = attrs.field(factory=list)

@@ -28,11 +28,11 @@ from jetspark.core.watermark import Watermark
 from jetspark.engine.coalescer import WatermarkCoalescer
 from jetspark.engine.execution import IdleStrategy
 from jetspark.engine.snapshot import SnapshotEntry, changed_keys, saves_incrementally
-from jetspark.testing._calls import CallLog, CallRecord, short
+from jetspark.testing._calls import CallArgs, CallLog, CallRecord, CallResult
 from jetspark.testing._capture import Instance
 from jetspark.testing._context import Layout, ProcessorFactory
 from jetspark.testing._kinds import FailureKind, Violation
-from jetspark.testing._modes import Batch, Event, Mode, WatermarkEvent
+from jetspark.testing._modes import LARGE, Batch, Event, Mode, WatermarkEvent
 from jetspark.testing._routing import Router, unpickle_entries
 from jetspark.testing._settings import COOPERATIVE_WARN_SECONDS, Settings
 
@@ -71,7 +71,8 @@ class Harness:
         self._merge: list[WatermarkCoalescer] | None = None
         self._floor: list[int | None] = [None] * output_count
         self._idle = IdleStrategy()
-        self._loop_started = time.monotonic()
+        #: A restore came in several batches of the mode's inbox size (`_restore_into`).
+        self._restored_in_batches = False
         #: The input edges' watermark state: it outlives a restore (the edges are not restored,
         #: they go on), so processors made by a restore start from a copy of it.
         self._inputs = WatermarkCoalescer(self.input_count, "input edges")
@@ -194,6 +195,7 @@ class Harness:
             self._inputs.observe_item(ordinal)
         calls = 0
         stalled_since: float | None = None
+        started = time.monotonic()
         while not inbox.is_empty():
             size = inbox.size()
             mark = inst.mark()
@@ -220,7 +222,7 @@ class Harness:
                 finally:
                     inst.block(False)
             self._collect(inst)
-            calls, stalled_since = self._guard(inst, "process", calls, progressed, stalled_since)
+            calls, stalled_since = self._guard(inst, "process", calls, progressed, stalled_since, started)
         inbox.clear()
 
     def _deliver(self, inst: Instance, watermarks: list[Watermark]) -> None:
@@ -240,6 +242,7 @@ class Harness:
         until the output matches), until the output matched for `extra` seconds or `timeout` passed."""
         run_until = self.settings.run_until
         start = time.monotonic()
+        restores_before = self.restores
         matched_at: float | None = None
         calls = 0
         stalled_since: float | None = None
@@ -273,7 +276,9 @@ class Harness:
                 timeout, extra = run_until
                 if now - start > timeout or (matched_at is not None and now - matched_at > extra):
                     return
-            calls, stalled_since = self._guard(pending[0], "complete", calls, any_progress, stalled_since)
+            calls, stalled_since = self._guard(
+                pending[0], "complete", calls, any_progress, stalled_since, start, restores_before
+            )
 
     def _completed(self, inst: Instance) -> None:
         inst.completed = True
@@ -362,12 +367,22 @@ class Harness:
             self._restore_into(inst, unpickle_entries(mine))
 
     def _restore_into(self, inst: Instance, entries: list[tuple[Any, Any]]) -> None:
+        """Restore `entries` into `inst`: in batches of the mode's inbox size until one restore
+        came in several batches (a processor that expects its whole snapshot in one call fails
+        there), then in batches of `LARGE`, as the engine restores (Jet's kit gives the whole
+        snapshot at once): one entry per call at every restore made a processor that emits from
+        `complete()` with a snapshot point per call cost the square of its state's size."""
         inbox = inst.inbox
         size = self.mode.inbox_size
+        if self._restored_in_batches:
+            size = max(size, LARGE)
+        elif len(entries) > size:
+            self._restored_in_batches = True
         for start in range(0, len(entries), size):
             inbox.fill(entries[start : start + size])
             calls = 0
             stalled_since: float | None = None
+            started = time.monotonic()
             while not inbox.is_empty():
                 before = inbox.size()
                 mark = inst.mark()
@@ -381,21 +396,21 @@ class Harness:
                     )
                 self._collect(inst)
                 calls, stalled_since = self._guard(
-                    inst, "restore_from_snapshot", calls, progressed, stalled_since
+                    inst, "restore_from_snapshot", calls, progressed, stalled_since, started
                 )
         inbox.clear()
         self._until_true(inst, "finish_snapshot_restore", inst.processor.finish_snapshot_restore)
 
     # ---- calls and checks -----------------------------------------------------------------
 
-    def _record(self, inst: Instance, method: str, args: str) -> CallRecord:
+    def _record(self, inst: Instance, method: str, args: str | CallArgs) -> CallRecord:
         record = CallRecord(inst.name, method, args)
         self.log.add(record)
         return record
 
     def _invoke(self, inst: Instance, method: str, fn: Callable[..., Any], *args: Any, note: str = "") -> Any:
-        shown = ", ".join(_show(a) for a in args if a is not inst.outbox and a is not inst.context)
-        record = self._record(inst, method, shown + (f"; {note}" if note else ""))
+        shown = tuple(a for a in args if a is not inst.outbox and a is not inst.context)
+        record = self._record(inst, method, CallArgs(shown, note))
         record.inbox_before = inst.inbox.size() if method in ("process", "restore_from_snapshot") else None
         start = time.perf_counter()
         try:
@@ -414,7 +429,7 @@ class Harness:
             inst.rejected_by = method
         elif not inst.outbox.has_unfinished_item():
             inst.rejected_by = None
-        record.result = "None" if result is None else short(result)
+        record.result = CallResult(result)
         if record.inbox_before is not None:
             record.inbox_after = inst.inbox.size()
         if inst.cooperative and method not in _MAY_BLOCK:
@@ -448,6 +463,7 @@ class Harness:
         """Call `fn` until it returns True, as the tasklet does, checking each call."""
         calls = 0
         stalled_since: float | None = None
+        started = time.monotonic()
         while True:
             mark = inst.mark()
             done = self._as_bool(inst, method, self._invoke(inst, method, fn, *args))
@@ -456,7 +472,7 @@ class Harness:
             self._collect(inst)
             if done:
                 return
-            calls, stalled_since = self._guard(inst, method, calls, progressed, stalled_since)
+            calls, stalled_since = self._guard(inst, method, calls, progressed, stalled_since, started)
 
     def _as_bool(self, inst: Instance, method: str, result: Any) -> bool:
         """`result` of a method that must return a bool; anything else breaks the contract (the
@@ -481,29 +497,44 @@ class Harness:
             )
 
     def _guard(
-        self, inst: Instance, method: str, calls: int, progressed: bool, stalled_since: float | None
+        self,
+        inst: Instance,
+        method: str,
+        calls: int,
+        progressed: bool,
+        stalled_since: float | None,
+        started: float,
+        restores_since: int | None = None,
     ) -> tuple[int, float | None]:
-        """Count a call of a method loop; fail when the loop looks endless (too many calls, too
-        long, or too long without progress); back off when idle."""
+        """Count a call of a method loop that began at `started` (each loop its own: the
+        snapshots and restores taken inside `complete()`'s loop run loops of their own); fail
+        when the loop looks endless (too many calls, too long, or too long without progress);
+        back off when idle. `restores_since`: the restores count when the loop began, if
+        restores happen inside it (the failure then says what they point to)."""
         now = time.monotonic()
-        if calls == 0:
-            self._loop_started = now
         calls += 1
         limit = self.settings.timeout_seconds
         bounded_elsewhere = method == "complete" and self.settings.run_until is not None
-        if limit is not None and not bounded_elsewhere and now - self._loop_started > limit:
-            raise Violation(
-                FailureKind.NEVER_FINISHES,
-                f"{inst.name}: {method}() did not return True within {limit:g} s ({calls} calls"
-                f"{', the last ones made progress' if progressed else ''}); for a streaming processor "
-                "use run_until_output_matches() or disable_complete_call(), or raise the limit with timeout()",
-            )
-        if calls >= self.settings.max_calls:
-            raise Violation(
-                FailureKind.NEVER_FINISHES,
-                f"{inst.name}: {method}() was called {calls} times in a row without finishing "
-                "(for a streaming processor use run_until_output_matches() or disable_complete_call())",
-            )
+        timed_out = limit is not None and not bounded_elsewhere and now - started > limit
+        if timed_out or calls >= self.settings.max_calls:
+            restored = 0 if restores_since is None else self.restores - restores_since
+            if restored and progressed:
+                advice = (
+                    f"it was restored {restored} times meanwhile and went on emitting: a processor "
+                    f"emitting from {method}() must save how far its output got and go on from there "
+                    "after a restore, not start over"
+                )
+            else:
+                advice = "for a streaming processor use run_until_output_matches() or disable_complete_call()"
+            if timed_out:
+                made = ", the last ones made progress" if progressed else ""
+                message = (
+                    f"did not return True within {limit:g} s ({calls} calls{made}); {advice}, "
+                    "or raise the limit with timeout()"
+                )
+            else:
+                message = f"was called {calls} times in a row without finishing ({advice})"
+            raise Violation(FailureKind.NEVER_FINISHES, f"{inst.name}: {method}() {message}")
         if progressed:
             self._idle.reset()
             return calls, None
@@ -573,12 +604,6 @@ def _with_snapshot_offers(inst: Instance, method: str) -> Callable[[], bool]:
             inst.outbox.allow_snapshot_offers(None)
 
     return call
-
-
-def _show(arg: Any) -> str:
-    if hasattr(arg, "size") and hasattr(arg, "peek"):  # an inbox
-        return f"inbox {short(list(arg))}"
-    return short(arg)
 
 
 def _close_quietly(processor: Any, log: CallLog) -> None:

@@ -20,12 +20,12 @@ from jetspark.core.suppliers import SupplierLike
 from jetspark.core.watermark import Watermark
 from jetspark.engine.snapshot import saves_incrementally
 from jetspark.testing._calls import CallLog
-from jetspark.testing._context import ContextSettings, ProcessorFactory
+from jetspark.testing._context import ContextSettings, Layout, ProcessorFactory
 from jetspark.testing._harness import Harness
 from jetspark.testing._kinds import CALL_KINDS, FailureKind, ProcessorVerificationError, Violation
 from jetspark.testing._modes import LARGE, Group, Mode, default_modes, mix_inputs, to_events
 from jetspark.testing._report import ModeResult, describe_mismatch, format_failure, same_items_any_order
-from jetspark.testing._settings import Checker, Settings
+from jetspark.testing._settings import DEFAULT_REDISTRIBUTION, Checker, Settings
 
 AssertFn = Callable[[str, list[list[Any]]], None]
 
@@ -89,6 +89,17 @@ class Verification:
         return [r.mode.describe() for r in self.results]
 
 
+def redistribution_layouts(settings: Settings) -> tuple[tuple[Layout, Layout], ...]:
+    """The redistribution modes' layouts. None by default when the processor is one of several
+    (`parallelism()` above 1, as Jet's `TestSupport.localParallelism`): its expected output is then
+    that one processor's share, which the modes, running every processor of their own layouts and
+    merging their outputs, cannot check. `redistribution(...)` named by the user still runs."""
+    one_of_several = settings.layout.total_parallelism > 1
+    if one_of_several and settings.redistribution is DEFAULT_REDISTRIBUTION:
+        return ()
+    return settings.redistribution
+
+
 def run_verification(supplier: SupplierLike, settings: Settings, expectation: Expectation) -> Verification:
     if settings.restore_points and not settings.snapshots:
         raise ValueError("snapshot_points() needs snapshots: do not combine it with disable_snapshots()")
@@ -98,7 +109,7 @@ def run_verification(supplier: SupplierLike, settings: Settings, expectation: Ex
         has_input=has_input,
         snapshots=settings.snapshots,
         small_capacity=settings.outbox_capacity,
-        redistribution=settings.redistribution,
+        redistribution=redistribution_layouts(settings),
         restore_points=settings.restore_points,
     )
     mixed = mix_inputs(settings.inputs, settings.priorities)
