@@ -66,4 +66,7 @@ def test_the_strict_build_fails_on_a_broken_link(tmp_path: Path) -> None:
     ]
     broken = subprocess.run(build, capture_output=True, text=True, cwd=ROOT, timeout=240)
     assert broken.returncode != 0
+    assert "Traceback" not in broken.stderr, (
+        f"the build crashed instead of reporting the link:\n{broken.stderr}"
+    )
     assert "no_such_file.py" in broken.stderr, broken.stderr
