@@ -60,15 +60,16 @@ _log = logging.getLogger("jetspark")
 
 
 def _completed_before(config: JobConfig) -> JobHandle | None:
-    """The job completed in an earlier run (its record says so), read before any session starts."""
+    """The job completed in an earlier run (its record says so), read before any session starts;
+    a job another driver runs now is refused then too."""
     if not config.snapshots_enabled or config.checkpoint_root is None or config.name is None:
         return None
     from jetspark.checkpoint import CheckpointStore
-    from jetspark.runners.identity import completed_before
+    from jetspark.runners.identity import completed_before, refuse_if_running_elsewhere
 
-    return completed_before(
-        CheckpointStore(config.checkpoint_root, config.name, tidy=False), config.start_over
-    )
+    store = CheckpointStore(config.checkpoint_root, config.name, tidy=False)
+    refuse_if_running_elsewhere(store)
+    return completed_before(store, config.start_over)
 
 
 def _spark_chosen() -> bool:

@@ -38,6 +38,9 @@ class JobRecord:
     #: A snapshot of the job was committed (`LATEST` was written) at least once: without `LATEST`
     #: the job cannot be taken for one that never committed (`CheckpointStore.drop_uncommitted`).
     committed: bool = False
+    #: The job's metrics (`JobHandle.metrics()`) when it completed: what a submit of the
+    #: completed job reports (`CompletedBefore`).
+    metrics: dict[str, dict[str, int]] | None = None
 
     def to_body(self) -> dict[str, Any]:
         """The record as the JSON body of `<job>/JOB`."""
@@ -58,6 +61,7 @@ class JobRecord:
             run_started=float(body["run_started"]),
             completed=None if completed is None else float(completed),
             committed=bool(body.get("committed", False)),  # absent in records written before it
+            metrics=_metrics(body.get("metrics")),
         )
 
     def taken_over(self, run: str) -> JobRecord:
@@ -67,8 +71,8 @@ class JobRecord:
     def with_a_commit(self) -> JobRecord:
         return attrs.evolve(self, committed=True)
 
-    def finished(self) -> JobRecord:
-        return attrs.evolve(self, completed=time.time())
+    def finished(self, metrics: dict[str, dict[str, int]] | None = None) -> JobRecord:
+        return attrs.evolve(self, completed=time.time(), metrics=metrics)
 
     @property
     def completed_text(self) -> str:
@@ -82,3 +86,13 @@ class JobRecord:
 def first_record(job_id: str, name: str, run: str) -> JobRecord:
     now = time.time()
     return JobRecord(job_id, name, run, now, now)
+
+
+def _metrics(raw: Any) -> dict[str, dict[str, int]] | None:
+    """The record's metrics: per vertex, figure -> count (None when the record has none)."""
+    if raw is None:
+        return None
+    return {
+        str(vertex): {str(name): int(value) for name, value in figures.items()}
+        for vertex, figures in raw.items()
+    }

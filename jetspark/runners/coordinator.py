@@ -270,18 +270,37 @@ def cancel_suspended(name: str, store: CheckpointStore | None, record: JobRecord
     return True
 
 
-def tidy_store(name: str, store: CheckpointStore | None, record: JobRecord | None, status: JobStatus) -> None:
+def _final_metrics(
+    name: str, metrics: Callable[[], dict[str, dict[str, int]]] | None
+) -> dict[str, dict[str, int]] | None:
+    if metrics is None:
+        return None
+    try:
+        return {vertex: {k: int(v) for k, v in figures.items()} for vertex, figures in metrics().items()}
+    except Exception:  # the job completed: its record says so, with or without its figures
+        _log.exception("job %r: reading its final metrics for its record failed", name)
+        return None
+
+
+def tidy_store(
+    name: str,
+    store: CheckpointStore | None,
+    record: JobRecord | None,
+    status: JobStatus,
+    metrics: Callable[[], dict[str, dict[str, int]]] | None = None,
+) -> None:
     """A completed job keeps only its record, marked completed (a submit under its name then says
     so instead of running it again); a cancelled one leaves nothing (a later submit starts afresh).
     A failed or suspended job keeps its snapshots, to be resumed. Every job lets go of its driver
-    lock (a suspended one takes it again at `resume()`). A failure here is logged: the job's outcome stands."""
+    lock (a suspended one takes it again at `resume()`). A completed job's record keeps its final
+    `metrics()`. A failure here is logged: the job's outcome stands."""
     if store is None:
         return
     from jetspark.runners import driver_lock
 
     try:
         if status is JobStatus.COMPLETED and record is not None:
-            store.finish(record.finished())
+            store.finish(record.finished(_final_metrics(name, metrics)))
         elif status is JobStatus.CANCELLED:
             store.discard()  # a failed or suspended job keeps its snapshots
     except OSError:

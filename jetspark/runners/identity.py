@@ -60,7 +60,7 @@ def claim(
                 "it (what its last run left is settled first)"
             )
         _log.warning(
-            "job %r (id %s): resuming where its last run %s stopped (suspended, interrupted or killed); "
+            "job %r (id %s): resuming where its last run %s stopped (suspended, failed, interrupted or killed); "
             "this run settles what that run left first",
             name,
             record.job_id,
@@ -95,6 +95,16 @@ def completed_before(store: CheckpointStore, start_over: bool) -> CompletedBefor
     _tidy_after_finish(store)
     _say_completed(record)
     return CompletedBefore(record)
+
+
+def refuse_if_running_elsewhere(store: CheckpointStore) -> None:
+    """Raise `JobAlreadyRunningError` (naming the driver) when another process holds the job's
+    driver lock: asked before a Spark session starts (10-90 s), as the claim itself comes after
+    it. Nothing is held afterwards; a root without a lock (not a local path) is not checked."""
+    if not store.is_local or driver_lock.holds(store):
+        return
+    driver_lock.acquire(store)
+    driver_lock.release(store)
 
 
 def _tidy_after_finish(store: CheckpointStore) -> None:
@@ -142,8 +152,9 @@ def take_back(store: CheckpointStore, record: JobRecord) -> None:
 
 
 class CompletedBefore(JobHandle):
-    """What a submit returns for a job that completed in an earlier run: it ran nothing, and has
-    no results or metrics; `completed_at` says when the job completed."""
+    """What a submit returns for a job that completed in an earlier run: it ran nothing; its
+    `metrics()` are those the job had when it completed (empty for a record written before
+    jetspark kept them), it has no results; `completed_at` says when the job completed."""
 
     runner = "none (completed before)"
 
@@ -161,7 +172,7 @@ class CompletedBefore(JobHandle):
         return []
 
     def metrics(self) -> dict[str, dict[str, int]]:
-        return {}
+        return {vertex: dict(figures) for vertex, figures in (self.record.metrics or {}).items()}
 
     def cancel(self) -> None:
         """Nothing runs: nothing to cancel."""

@@ -335,7 +335,7 @@ class LocalJob(JobHandle):
         status = settle(self, error, JobStatus.SUSPENDED if suspended else None, commit=self._commit_output)
         if status in (JobStatus.FAILED, JobStatus.CANCELLED) and self._staging is not None:
             self._committer.abort(late_sweep=0)
-        tidy_store(self.name, self.store, self.record, status)
+        tidy_store(self.name, self.store, self.record, status, self.metrics)
         self._finished.set()
 
     # ---- the coordinator's Execution --------------------------------------------------------

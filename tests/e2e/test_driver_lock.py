@@ -16,6 +16,7 @@ import attrs
 import pytest
 
 from examples.streaming_counts import expected_rows, streaming_dag
+from jetspark import api
 from jetspark.core import JobAlreadyRunningError, JobCancelledError
 from jetspark.processors.transactional import read_lines
 from jetspark.runners.local import LocalRunner
@@ -53,6 +54,13 @@ def test_a_second_driver_is_refused_while_the_first_runs_and_accepted_once_it_di
             JobAlreadyRunningError, match=rf"job 'counts' is running in another driver \(pid {first.pid} on "
         ):
             LocalRunner(2).submit(dag, config(root))
+        with pytest.MonkeyPatch.context() as patch:  # `run` on Spark: refused before a session starts
+            patch.setattr(api, "default_runner", lambda: pytest.fail("a Spark session was started"))
+            patch.delenv(api.RUNNER_ENV, raising=False)
+            with pytest.raises(
+                JobAlreadyRunningError, match=rf"running in another driver \(pid {first.pid} on "
+            ):
+                api.run(dag, config(root))
         assert first.poll() is None, "the refused submit left the running driver alone"
     finally:
         os.kill(first.pid, signal.SIGKILL)

@@ -101,6 +101,7 @@ def test_a_completed_job_submitted_again_does_nothing_unless_started_over(
         again = LocalRunner(2).submit(streaming_dag(str(out), COUNT), config(root))
     assert isinstance(again, CompletedBefore) and again.status is JobStatus.COMPLETED
     assert again.join(1) is again and again.job_id == first.job_id
+    assert again.metrics()["counts"]["received"] == first.metrics()["counts"]["received"] == COUNT
     assert "already completed at" in caplog.text and first.job_id in caplog.text
     assert sorted(os.listdir(out)) == files, "a completed job submitted again writes nothing"
 

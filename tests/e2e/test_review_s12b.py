@@ -91,11 +91,11 @@ def test_resume_while_the_suspending_thread_still_tidies_keeps_lock_and_join(
     in_tidy, go_on = threading.Event(), threading.Event()
     real_tidy = local_module.tidy_store
 
-    def paused_tidy(name: str, store: Any, record: Any, status: JobStatus) -> None:
+    def paused_tidy(name: str, store: Any, record: Any, status: JobStatus, *more: Any) -> None:
         if status is JobStatus.SUSPENDED and not go_on.is_set():
             in_tidy.set()
             go_on.wait(FALLBACK_SECONDS)
-        real_tidy(name, store, record, status)
+        real_tidy(name, store, record, status, *more)
 
     monkeypatch.setattr(local_module, "tidy_store", paused_tidy)
     _root, gate, job = _held_job(tmp_path)

@@ -15,6 +15,7 @@ import pytest
 from jetspark.checkpoint import CheckpointStore
 from jetspark.core import JobConfig, ProcessingGuarantee
 from jetspark.core.errors import JobFailedError
+from jetspark.runners.identity import CompletedBefore
 from jetspark.runners.job import JobStatus
 from jetspark.runners.spark.runner import SparkRunner
 from tests.e2e.test_snapshots import EXPECTED, counting_dag
@@ -63,6 +64,9 @@ def test_a_job_with_a_guarantee_runs_in_several_committed_epochs_and_counts_exac
     assert left == ["DRIVER", "JOB"], (
         "a completed job keeps its record (marked completed) and its lock file, not its snapshots"
     )
+    again = SparkRunner(spark).submit(counting_dag(), epochs(tmp_path / "ck", interval=interval))
+    assert isinstance(again, CompletedBefore), "a completed job runs no more"
+    assert again.metrics()["source"]["emitted"] == 3000, "it reports the figures it completed with"
 
 
 def test_a_failed_epoch_runs_again_from_the_last_committed_snapshot(spark: Any, tmp_path: Path) -> None:

@@ -291,7 +291,7 @@ class EpochJob(SparkHandle):
         if final is not JobStatus.SUSPENDED:  # a suspended job's resume finds its state kept
             self._release_kept_state()
         # the record stays, marked completed, and the snapshots go; or everything goes (cancelled)
-        tidy_store(self.name, self.store, self.record, final)
+        tidy_store(self.name, self.store, self.record, final, self.metrics)
         if final is JobStatus.COMPLETED:
             try:
                 drop_side_inputs(self.store)

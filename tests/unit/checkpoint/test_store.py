@@ -399,3 +399,12 @@ def test_a_discard_cut_short_leaves_no_record_behind(tmp_path: Path, monkeypatch
     (tmp_path / "job-1" / "LATEST").unlink()  # whatever else went, the record went first
     assert not (tmp_path / "job-1" / "JOB").exists()
     CheckpointStore(str(tmp_path), "job-1")  # tidies, raises nothing
+
+
+def test_a_completed_record_keeps_the_metrics_it_completed_with(tmp_path: Path) -> None:
+    store = running_job(tmp_path)
+    record = store.read_record()
+    assert record is not None and record.metrics is None
+    store.finish(record.finished({"counts": {"received": 7, "emitted": 3}}))
+    done = CheckpointStore(str(tmp_path), "job-1").read_record()
+    assert done is not None and done.metrics == {"counts": {"received": 7, "emitted": 3}}
