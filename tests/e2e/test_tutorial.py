@@ -43,9 +43,9 @@ def query(dsn: str) -> str:
     return printed.getvalue()
 
 
-def start_job(job_file: Path, dsn: str) -> subprocess.Popen[str]:
+def start_job(job_file: Path, dsn: str, *options: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [str(JETSPARK), "run", "--local", job_file.name],
+        [str(JETSPARK), "run", "--local", *options, job_file.name],
         cwd=job_file.parent,
         env={**os.environ, "DSN": dsn},
         stdout=subprocess.PIPE,
@@ -75,14 +75,28 @@ def test_the_tutorial_job_writes_what_the_tutorial_shows(tmp_path: Path, postgre
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_an_interrupted_run_resumes_and_writes_every_window_once(tmp_path: Path, postgres_dsn: str) -> None:
-    """Step 5: Ctrl-C once some windows are in the table, then the same command again."""
+    """Step 4, then step 5 in the same directory, as a reader goes on: the completed job run
+    again does nothing (and still prints its figures); emptied table, `--start-over`, Ctrl-C once
+    some windows are in the table, then the command without `--start-over`."""
     fresh_table(postgres_dsn)
     job_file = tmp_path / "clicks.py"
-    # The first run reads slowly, so that it is surely still running when the test interrupts
-    # it; the source's rate is not part of its snapshot, and the second run is the doc's file.
+    job_file.write_text(JOB)
+    done = start_job(job_file, postgres_dsn)
+    stdout, stderr = done.communicate(timeout=240)
+    assert (done.returncode, stdout) == (0, "late clicks: 0\n"), stderr
+    again = start_job(job_file, postgres_dsn)
+    stdout, stderr = again.communicate(timeout=240)
+    assert (again.returncode, stdout) == (0, "late clicks: 0\n"), stderr
+    assert "already completed at" in stderr and "nothing to do" in stderr
+    assert rows(postgres_dsn) == 93, "the completed job wrote nothing again"
+
+    fresh_table(postgres_dsn)
+    # The started-over run reads slowly, so that it is surely still running when the test
+    # interrupts it; the source's rate is not part of its snapshot, and the next run is the doc's file.
     assert JOB.count("items_per_second=1000") == 1
     job_file.write_text(JOB.replace("items_per_second=1000", "items_per_second=50"))
-    first = start_job(job_file, postgres_dsn)
+    assert "jetspark run --local --start-over clicks.py" in INTERRUPTED
+    first = start_job(job_file, postgres_dsn, "--start-over")
     try:
         wait_until(
             lambda: rows(postgres_dsn) > 0 or first.poll() is not None,
