@@ -21,7 +21,7 @@ import contextlib
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import IO, Any
 
 from rich.console import Console, Group
@@ -113,14 +113,16 @@ class JobProgress:
         vertices = Table(box=None, pad_edge=False, show_edge=False)
         for header in ("vertex", "received", "emitted", "in/s", "out/s", "back-pressured"):
             vertices.add_column(header, justify="left" if header == "vertex" else "right")
+        fused = _fused(self.job)
         for name in _vertex_names(self.job):
+            label = Text(f"{name} (+ {', '.join(fused[name])})" if name in fused else name)
             figures = metrics.get(name)
             if figures is None:
-                vertices.add_row(Text(name), "…", "…", "", "", "")
+                vertices.add_row(label, "…", "…", "", "", "")
                 continue
             rates = self._rates.get(name)
             vertices.add_row(
-                Text(name),  # never read as rich markup: names may hold brackets
+                label,  # never read as rich markup: names may hold brackets
                 f"{figures.get('received', 0):,}",
                 f"{figures.get('emitted', 0):,}",
                 *(
@@ -160,7 +162,7 @@ class JobProgress:
             for stage in stages:
                 total = max(stage["tasks"], 1)
                 bars.add_row(
-                    Text(f"Spark stage {stage['stage_id']}: {_short(stage['name'], self.job.name)}"),
+                    Text(f"{_short(stage['name'], self.job.name)} (Spark stage {stage['stage_id']})"),
                     ProgressBar(total=total, completed=stage["completed"], width=24),
                     f"{stage['completed']}/{stage['tasks']} tasks",
                 )
@@ -246,6 +248,12 @@ def _short(stage_name: str, job_name: str) -> str:
     """A Spark stage's name without the `jetspark <job>: ` the title already says."""
     prefix = f"jetspark {job_name}: "
     return stage_name[len(prefix) :] if stage_name.startswith(prefix) else stage_name
+
+
+def _fused(job: JobHandle) -> Mapping[str, tuple[str, ...]]:
+    """Vertex -> the user's vertices fused into it (their figures are its figures)."""
+    prepared = getattr(job, "prepared", None)
+    return getattr(prepared, "fused", None) or {}
 
 
 def _vertex_names(job: JobHandle) -> list[str]:

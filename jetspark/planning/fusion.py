@@ -47,6 +47,23 @@ def fuse_stateless_steps(dag: DAG, config: JobConfig) -> DAG:
     return fused
 
 
+def fused_into(original: DAG, fused: DAG) -> dict[str, tuple[str, ...]]:
+    """For each vertex of `fused` that took others in, the names of the user's vertices merged
+    into it, upstream first (for displays: `count-prepare (+ words)`)."""
+    kept = {vertex.name for vertex in fused}
+    merged: dict[str, list[str]] = {}
+    for vertex in original:  # topological order: upstream names first
+        if vertex.name in kept:
+            continue
+        target: Vertex | None = vertex
+        while target is not None and target.name not in kept:  # a fused vertex: one edge on
+            edges = original.outbound_edges(target.name)
+            target = edges[0].destination if len(edges) == 1 else None
+        if target is not None:
+            merged.setdefault(target.name, []).append(vertex.name)
+    return {name: tuple(names) for name, names in merged.items()}
+
+
 def _next_fusible(dag: DAG, config: JobConfig) -> tuple[Edge, ProcessorSupplier] | None:
     for edge in dag.edges:
         merged = _merged_supplier(dag, edge, config)

@@ -38,7 +38,7 @@ from jetspark.core.suppliers import (
 )
 from jetspark.planning.defs import EdgeDef
 from jetspark.planning.frozen import FrozenMap
-from jetspark.planning.fusion import fuse_stateless_steps
+from jetspark.planning.fusion import fuse_stateless_steps, fused_into
 from jetspark.planning.keyed_inputs import MEMBERS, single_member_edges
 from jetspark.planning.parallelism import resolve_local_parallelism
 from jetspark.planning.partitions import PartitionArrangement
@@ -64,6 +64,8 @@ class PreparedDag:
     #: Errors to raise when planned on several members: edges into keyed vertices that are right
     #: on one member only (`planning.keyed_inputs`; found on the user's DAG, before fusion).
     single_member_edges: tuple[str, ...] = ()
+    #: Vertex name -> the user's vertices fused into it (`planning.fusion.fused_into`).
+    fused: FrozenMap[str, tuple[str, ...]] = attrs.field(factory=lambda: FrozenMap({}))
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -82,8 +84,13 @@ def prepare(dag: DAG, config: JobConfig, *, fuse: bool = True) -> PreparedDag:
     """Validate `dag` (the only validation of a job) and make it ready to plan; `fuse=False`
     plans the DAG as it is, whatever `JobConfig.fuse_vertices` says."""
     dag.validate()
-    prepared = _prepared(fuse_stateless_steps(dag, config) if fuse else dag, config)
-    return attrs.evolve(prepared, single_member_edges=single_member_edges(dag))
+    planned = fuse_stateless_steps(dag, config) if fuse else dag
+    prepared = _prepared(planned, config)
+    return attrs.evolve(
+        prepared,
+        single_member_edges=single_member_edges(dag),
+        fused=FrozenMap(fused_into(dag, planned)),
+    )
 
 
 def _prepared(dag: DAG, config: JobConfig) -> PreparedDag:

@@ -34,8 +34,8 @@ def test_spark_stages_and_the_final_figures_are_shown(spark: Any, monkeypatch: p
     shown = ANSI.sub("", out.getvalue())
     for stage in stages:
         short = stage["name"].removeprefix("jetspark squares: ")
-        assert f"Spark stage {stage['stage_id']}: {short}" in shown, shown  # brackets and all
-        assert re.search(rf"Spark stage {stage['stage_id']}: .*2/2 tasks", shown), shown
+        assert f"{short} (Spark stage {stage['stage_id']})" in shown, shown  # brackets and all
+        assert re.search(rf"\(Spark stage {stage['stage_id']}\) .*2/2 tasks", shown), shown
     metrics = job.metrics()
     assert figures_in(out.getvalue()) == {v: (m["received"], m["emitted"]) for v, m in metrics.items()}
     assert job.spark_ui_links() == []  # the test session runs without Spark's web UI

@@ -40,7 +40,7 @@ def figures_in(text: str) -> dict[str, tuple[int, int]]:
     """vertex -> (received, emitted) from the last table drawn in `text`."""
     found: dict[str, tuple[int, int]] = {}
     for line in ANSI.sub("", text).splitlines():
-        match = re.match(r"\s*(\S+)\s+([\d,]+)\s+([\d,]+)", line)
+        match = re.match(r"\s*(\S+)(?: \(\+ [^)]*\))?\s+([\d,]+)\s+([\d,]+)", line)
         if match:
             found[match.group(1)] = (
                 int(match.group(2).replace(",", "")),
@@ -217,4 +217,5 @@ def test_jetspark_run_shows_the_display_on_a_terminal_and_not_with_quiet() -> No
     figures = figures_in(shown)
     assert figures["lines"] == (0, 2000) and figures["sink"][0] == figures["count"][1] > 0
     assert figures["count-prepare"][0] == 2000  # `words` is fused into it: it takes the lines
+    assert "count-prepare (+ words)" in ANSI.sub("", shown), "the table says where `words` went"
     assert run_on_a_terminal("run", "--local", "--quiet", example, "--lines", "2000").strip() == ""

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from jetspark import processors as P
 from jetspark.core import DAG, AbstractProcessor, Edge, JobConfig
-from jetspark.planning.fusion import fuse_stateless_steps
+from jetspark.planning.fusion import fuse_stateless_steps, fused_into
+from jetspark.planning.pipeline import prepare
 from jetspark.runners.local import LocalRunner
 
 
@@ -58,6 +59,9 @@ def test_a_chain_of_local_steps_folds_into_the_first_aggregation_stage() -> None
     fused = fuse_stateless_steps(dag, JobConfig())
     assert names(fused) == ["source", "count-prepare", "count", "sink"]
     assert names(dag) == ["source", "map", "flat", "filter", "count-prepare", "count", "sink"]  # untouched
+    assert fused_into(dag, fused) == {"count-prepare": ("map", "flat", "filter")}
+    assert prepare(dag, JobConfig()).fused == {"count-prepare": ("map", "flat", "filter")}
+    assert prepare(dag, JobConfig(), fuse=False).fused == {}
 
 
 def test_fused_and_unfused_jobs_compute_the_same() -> None:
