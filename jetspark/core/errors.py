@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 
 class JetsparkError(Exception):
     """Base of every error jetspark raises on its own account."""
@@ -32,10 +34,28 @@ def not_a_bool(owner: object, method: str | None, result: object) -> ProcessorCo
     A None (a forgotten `return`) would otherwise read as False: the engine would call the method
     again with the same item forever, and the job would never end."""
     shown = "None (a forgotten return?)" if result is None else f"{result!r} ({type(result).__name__})"
+    name = method_name(owner, method)
     return ProcessorContractError(
-        f"{method_name(owner, method)}() returned {shown}, not True or False: return True when done, "
-        "False to be called again with the same input"
+        f"{name}() returned {shown}, not True or False: return True when done, False to be called "
+        f"again with the same input{_defined_at(owner, method, name)}"
     )
+
+
+def _defined_at(owner: object, method: str | None, name: str) -> str:
+    """` (Class.method is at job.py:7)` for the method's code, so that the message points at the
+    method that forgot its return rather than at the line that ran the job; '' if it has no
+    Python code."""
+    function = getattr(type(owner), method, None) if method is not None else owner
+    code = getattr(getattr(function, "__func__", function), "__code__", None)
+    if code is None:
+        return ""
+    path = code.co_filename
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:  # another drive (Windows)
+        relative = path
+    shown = path if relative.startswith("..") else relative
+    return f" ({name} is at {shown}:{code.co_firstlineno})"
 
 
 class PartitioningError(JetsparkError):

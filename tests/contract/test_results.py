@@ -103,6 +103,10 @@ def test_a_call_method_that_returns_no_bool_fails_naming_class_and_method(method
     assert "not True or False" in message
     if result is None:
         assert "a forgotten return?" in message
+    line = getattr(Forgetful, method).__code__.co_firstlineno
+    assert f"(Forgetful.{method} is at " in message and message.endswith(f"test_results.py:{line})"), (
+        "it points at the method, not at the line that ran the job"
+    )
 
 
 @pytest.mark.parametrize("result", [None, 0, ""])
@@ -123,8 +127,14 @@ def test_a_truthy_result_of_try_process_item_counts_as_true() -> None:
 
 
 def test_a_forgotten_return_in_try_process0_names_try_process0() -> None:
-    with pytest.raises(ProcessorContractError, match=r"ForgetfulPerOrdinal\.try_process0\(\) returned None"):
+    with pytest.raises(
+        ProcessorContractError, match=r"ForgetfulPerOrdinal\.try_process0\(\) returned None"
+    ) as caught:
         drive(ForgetfulPerOrdinal(), "try_process0")
+    line = ForgetfulPerOrdinal.try_process0.__code__.co_firstlineno
+    assert f"(ForgetfulPerOrdinal.try_process0 is at tests/contract/test_results.py:{line})" in str(
+        caught.value
+    )
 
 
 def test_a_job_whose_processor_forgets_its_return_fails_at_once_instead_of_duplicating_items() -> None:
