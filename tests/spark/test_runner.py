@@ -42,6 +42,9 @@ def test_linear_dag_is_one_stage_and_keeps_members(spark: Any) -> None:
     assert without_pid(job.result("sink")) == without_pid(local.result("sink"))
     assert {n for (_, n), *_ in job.result("sink")} == set(range(1000))
     assert job.metrics() == local.metrics()
+    assert [list(figures) for figures in job.metrics().values()] == [
+        list(figures) for figures in local.metrics().values()
+    ], "printed, both runners' metrics read alike: the same figures in the same order"
 
 
 @pytest.mark.parametrize("members", [1, 3])

@@ -148,8 +148,9 @@ class SparkHandle(JobHandle):
         """Per vertex: items `received` into inboxes and `emitted` downstream, over all members;
         and the vertex's watermarks and pending counts at the end of its tasks (zero pending for a
         vertex pruned everywhere)."""
-        out = {
-            name: {**dict.fromkeys(PENDING_FIGURES, 0), **values} for name, values in self._metrics.items()
+        out = {  # counts first, then what is pending: the local runner's order
+            name: {**values, **{figure: values.get(figure, 0) for figure in PENDING_FIGURES}}
+            for name, values in self._metrics.items()
         }
         for vertex, figures in self._status.items():
             out.setdefault(vertex, {}).update(figures)
