@@ -28,15 +28,19 @@ Vertex and split are hex-encoded in file names, so any split name is safe.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 import attrs
 import fsspec
 
 from jetspark.checkpoint import atomic
 from jetspark.checkpoint.store import check_name
+
+T = TypeVar("T")
+_log = logging.getLogger("jetspark.startpoints")
 
 #: Samza's default: a written startpoint older than this is ignored.
 DEFAULT_EXPIRY_SECONDS = 12 * 3600.0
@@ -60,6 +64,12 @@ class Timestamp:
 
     timestamp: int
     created: float = attrs.field(factory=time.time)
+
+    def __attrs_post_init__(self) -> None:
+        if isinstance(self.timestamp, bool) or not isinstance(self.timestamp, int):
+            raise ValueError(
+                f"Timestamp startpoint: timestamp must be an int of milliseconds, got {self.timestamp!r}"
+            )
 
 
 @attrs.frozen
@@ -95,7 +105,13 @@ def startpoint_from_json(data: dict[str, Any]) -> Startpoint:
     kind = fields.pop("type", None)
     if kind not in _KINDS:
         raise ValueError(f"unknown startpoint type {kind!r}; expected one of {sorted(_KINDS)}")
-    startpoint: Startpoint = _KINDS[kind](**fields)
+    try:
+        startpoint: Startpoint = _KINDS[kind](**fields)
+    except TypeError as error:  # a field missing, or one the kind does not have
+        names = [field.name for field in attrs.fields(_KINDS[kind])]
+        raise ValueError(
+            f"a {kind} startpoint has the fields {names}, got {sorted(fields)} ({error})"
+        ) from None
     return startpoint
 
 
@@ -167,21 +183,29 @@ class StartpointStore:
         now: float | None = None,
     ) -> Startpoint | None:
         """The written startpoint, or None if there is none or it is older than `expiry_seconds`."""
-        data = self._get(self._written_path(partition, processor))
+        path = self._written_path(partition, processor)
+        data = self._get(path)
         if data is None:
             return None
-        startpoint = startpoint_from_json(data)
+        startpoint = _parsed(path, startpoint_from_json, data)
         if (time.time() if now is None else now) - startpoint.created > expiry_seconds:
             return None
         return startpoint
 
     def delete(self, partition: SourcePartition, processor: int | None = None) -> bool:
-        """Delete one written startpoint; False if there was none."""
+        """Delete the startpoint of `partition`: the one written (for `processor`, or for the
+        partition alone), and, once a plan fanned it out, its fan-out (to `processor`, or to any)
+        and its resolution; False if there was none of these."""
+        deleted = False
         path = self._written_path(partition, processor)
-        if not self.fs.exists(path):
-            return False
-        self.fs.rm(path)
-        return True
+        if self.fs.exists(path):
+            self.fs.rm(path)
+            deleted = True
+        for (vertex, owner), splits in self.fan_outs().items():
+            if vertex == partition.vertex and partition.split in splits and processor in (None, owner):
+                self.remove_fan_out(vertex, owner, {partition.split})
+                deleted = True
+        return deleted
 
     def delete_all(self) -> None:
         """Delete every written startpoint, fan-out and resolution of the job."""
@@ -198,7 +222,7 @@ class StartpointStore:
                 yield (
                     SourcePartition(_unhex(parts[0]), _unhex(parts[1])),
                     processor,
-                    startpoint_from_json(data),
+                    _parsed(path, startpoint_from_json, data),
                 )
 
     # ---- fan-out -------------------------------------------------------------------------------
@@ -233,6 +257,16 @@ class StartpointStore:
         for partition, processor, startpoint in list(self.written()):
             path = self._written_path(partition, processor)
             if now - startpoint.created > expiry_seconds:
+                _log.warning(
+                    "job %r: startpoint %s/%s%s expired (written %.1f h ago; they apply for %.0f h): "
+                    "deleted, not applied; set it again",
+                    self.job,
+                    partition.vertex,
+                    partition.split,
+                    "" if processor is None else f" processor {processor}",
+                    (now - startpoint.created) / 3600,
+                    expiry_seconds / 3600,
+                )
                 consumed.append(path)
                 continue
             target = owner(partition)
@@ -260,7 +294,7 @@ class StartpointStore:
 
     def _read_fan_out(self, path: str) -> dict[str, Startpoint]:
         data = self._get(path) or {}
-        return {split: startpoint_from_json(sp) for split, sp in data.items()}
+        return _parsed(path, lambda d: {split: startpoint_from_json(sp) for split, sp in d.items()}, data)
 
     def fan_out_for(self, vertex: str, processor: int) -> dict[str, Startpoint]:
         """The fan-out of one processor: {split: startpoint} (Samza's get_fan_out_for_task)."""
@@ -304,11 +338,14 @@ class StartpointStore:
         )
 
     def resolved(self, partition: SourcePartition) -> Resolved | None:
-        data = self._get(self._resolved_path(partition))
+        path = self._resolved_path(partition)
+        data = self._get(path)
         if data is None:
             return None
-        return Resolved(
-            startpoint_from_json(data["startpoint"]), int(data["offset"]), int(data["restore_id"])
+        return _parsed(
+            path,
+            lambda d: Resolved(startpoint_from_json(d["startpoint"]), int(d["offset"]), int(d["restore_id"])),
+            data,
         )
 
     # ---- files ---------------------------------------------------------------------------------
@@ -329,6 +366,15 @@ class StartpointStore:
         except FileNotFoundError:
             return []
         return sorted(p.rstrip("/") for p in entries if ".tmp-" not in p.rsplit("/", 1)[-1])
+
+
+def _parsed(path: str, parse: Callable[[Any], T], data: Any) -> T:
+    """`parse(data)`, the JSON read from `path`; what it cannot make sense of is one ValueError
+    naming the file (a hand-edited or foreign file), not a bare TypeError or KeyError."""
+    try:
+        return parse(data)
+    except (ValueError, TypeError, KeyError, AttributeError) as error:
+        raise ValueError(f"startpoint file {path} cannot be read: {error}") from None
 
 
 def _keep_newer(

@@ -17,11 +17,13 @@ from __future__ import annotations
 import argparse
 import datetime
 import sys
+import time
 from typing import Any
 
 import fsspec
 
 from jetspark.checkpoint.startpoints import (
+    DEFAULT_EXPIRY_SECONDS,
     Oldest,
     SourcePartition,
     Specific,
@@ -109,6 +111,15 @@ def _unknown_target(args: argparse.Namespace, startpoints: StartpointStore) -> s
     return None
 
 
+def _missing_root(args: argparse.Namespace) -> str | None:
+    """Why `list` or `delete` cannot look under `args.root` (it does not exist), or None: a
+    mistyped root would otherwise read as a job without startpoints."""
+    fs, root = fsspec.core.url_to_fs(args.root)
+    if not fs.isdir(root.rstrip("/")):
+        return f"checkpoint root {args.root!r} does not exist (--root is the job's JobConfig.checkpoint_root)"
+    return None
+
+
 def _for_processor(processor: int | None) -> str:
     return "" if processor is None else f" processor {processor}"
 
@@ -118,6 +129,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         store = StartpointStore(args.root, args.job, args.directory)
         if args.action == "set":
+            if "/" in args.split:
+                print(
+                    f"jetspark: --split {args.split!r} is a path; a split is a file name in the source's "
+                    f"directory (for example {args.split.rstrip('/').rsplit('/', 1)[-1]!r})",
+                    file=sys.stderr,
+                )
+                return 2
             startpoint = _startpoint(args)
             problem = _unknown_target(args, store)
             if problem is not None:
@@ -125,11 +143,15 @@ def run(args: argparse.Namespace) -> int:
                 return 2
             store.write(SourcePartition(args.vertex, args.split), startpoint, args.processor)
             print(f"set {args.vertex}/{args.split}{_for_processor(args.processor)}: {_describe(startpoint)}")
+        elif (problem := _missing_root(args)) is not None:  # list, delete
+            print(f"jetspark: {problem}", file=sys.stderr)
+            return 2
         elif args.action == "list":
             listed = 0
             for partition, processor, startpoint in store.written():
                 where = f"{partition.vertex}/{partition.split}{_for_processor(processor)}"
-                print(f"written {where}: {_describe(startpoint)}")
+                expired = time.time() - startpoint.created > DEFAULT_EXPIRY_SECONDS
+                print(f"written {where}: {_describe(startpoint)}{' EXPIRED: not applied' if expired else ''}")
                 listed += 1
             for (vertex, processor), splits in sorted(store.fan_outs().items()):
                 for split, startpoint in sorted(splits.items()):
@@ -146,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
         elif store.delete(SourcePartition(args.vertex, args.split), args.processor):
             print(f"deleted {args.vertex}/{args.split}{_for_processor(args.processor)}")
         else:
-            print(f"jetspark: no startpoint written for {args.vertex}/{args.split}", file=sys.stderr)
+            print(f"jetspark: no startpoint for {args.vertex}/{args.split}", file=sys.stderr)
             return 1
     except ValueError as error:
         print(f"jetspark: {error}", file=sys.stderr)

@@ -51,6 +51,20 @@ class ParallelismDecider(enum.Enum):
     EVENLY_BY_BYTES = "evenly_by_bytes"
 
 
+def _decider(value: object) -> ParallelismDecider:
+    """A `ParallelismDecider`, or its value as a string (`"evenly_by_bytes"`); else one line naming
+    the choices."""
+    if isinstance(value, ParallelismDecider):
+        return value
+    try:
+        return ParallelismDecider(value)
+    except ValueError:
+        choices = ", ".join(repr(d.value) for d in ParallelismDecider)
+        raise ValueError(
+            f"AdaptiveParallelism.decider must be a ParallelismDecider or one of {choices}, got {value!r}"
+        ) from None
+
+
 @attrs.frozen(kw_only=True)
 class AdaptiveParallelism:
     """Settings of adaptive batch parallelism (`JobConfig.adaptive_parallelism`).
@@ -61,7 +75,7 @@ class AdaptiveParallelism:
     does not is refused here, when the config is made.
     """
 
-    decider: ParallelismDecider = ParallelismDecider.POWER_OF_2
+    decider: ParallelismDecider = attrs.field(default=ParallelismDecider.POWER_OF_2, converter=_decider)
     bytes_per_task: int = 64 * 1024 * 1024
     min_parallelism: int = 1
     max_parallelism: int = 128

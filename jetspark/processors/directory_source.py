@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from jetspark.core.abstract_processor import AbstractProcessor
 from jetspark.core.context import STARTPOINTS_ATTRIBUTE, ProcessorContext
-from jetspark.core.errors import JobFailedError
+from jetspark.core.errors import JobFailedError, PermanentError
 from jetspark.core.suppliers import ProcessorSupplier
 from jetspark.core.watermark import Watermark
 from jetspark.engine.snapshot import entry_partition
@@ -119,7 +119,7 @@ class _DirectoryStreamP(AbstractProcessor):
         if isinstance(startpoint, Specific):
             size = os.path.getsize(path) if os.path.exists(path) else 0
             if startpoint.offset > size:
-                raise JobFailedError(
+                raise PermanentError(
                     f"vertex {self.context.vertex_name!r}: Specific startpoint offset {startpoint.offset} "
                     f"is beyond the end of {path} ({size} bytes)"
                 )
@@ -128,7 +128,7 @@ class _DirectoryStreamP(AbstractProcessor):
             return _end_of_last_line(path)
         timestamp_fn = self.timestamp_fn
         if timestamp_fn is None:
-            raise JobFailedError(
+            raise PermanentError(
                 f"vertex {self.context.vertex_name!r}: a Timestamp startpoint for file {name!r} needs "
                 "directory_stream(timestamp_fn=...) to read the lines' timestamps"
             )
@@ -151,7 +151,7 @@ class _DirectoryStreamP(AbstractProcessor):
         from jetspark.checkpoint.startpoints import Specific, Timestamp
 
         if isinstance(startpoint, Timestamp):
-            raise JobFailedError(
+            raise PermanentError(
                 f"vertex {self.context.vertex_name!r}: a Timestamp startpoint for Parquet file {name!r} is "
                 "not supported; use Specific(row), Oldest or Upcoming"
             )
@@ -249,7 +249,7 @@ class _DirectoryStreamP(AbstractProcessor):
         except FileNotFoundError:
             return
         if size < offset:
-            raise JobFailedError(
+            raise PermanentError(
                 f"vertex {self.context.vertex_name!r}: file {path} shrank from {offset} to {size} bytes; "
                 "directory_stream reads append-only files"
             )
@@ -262,7 +262,7 @@ class _DirectoryStreamP(AbstractProcessor):
         end = data.rfind(b"\n")
         if end < 0:
             if len(data) > self.max_line_bytes:
-                raise JobFailedError(
+                raise PermanentError(
                     f"file {path}: a line at byte {offset} is longer than {self.max_line_bytes} bytes"
                 )
             return
@@ -302,7 +302,7 @@ class _DirectoryStreamP(AbstractProcessor):
                 "Parquet files under a name starting with a dot and rename them when complete"
             ) from error
         if rows < done:
-            raise JobFailedError(
+            raise PermanentError(
                 f"vertex {self.context.vertex_name!r}: Parquet file {path} shrank from {done} to {rows} rows"
             )
         if rows > done:
@@ -385,14 +385,24 @@ def _end_of_last_line(path: str, chunk: int = 1 << 16) -> int:
 class _DirectoryStreamSupplier(ProcessorSupplier):
     """Makes the processors; tells the startpoint fan-out which partition owns a file."""
 
-    def __init__(self, factory: Callable[[], _DirectoryStreamP]) -> None:
+    def __init__(self, factory: Callable[[], _DirectoryStreamP], directory: str) -> None:
         self.factory = factory
+        self.directory = directory
 
     def get(self, count: int) -> list[_DirectoryStreamP]:
         return [self.factory() for _ in range(count)]
 
     def split_partition(self, split: str, partition_count: int) -> int:
         return entry_partition((_FILE, split), partition_count)
+
+    def split_problem(self, split: str) -> str | None:
+        """Why a startpoint's split names no file this source reads, as far as the driver can see
+        (its directory may be on the executors only: then nothing is said); None if it does."""
+        if "/" in split or os.sep in split:
+            return f"a split is a file name in {self.directory}, not a path ({split!r})"
+        if not os.path.isdir(self.directory) or os.path.isfile(os.path.join(self.directory, split)):
+            return None
+        return f"{self.directory} holds no file {split!r} (it applies if one appears)"
 
 
 def directory_stream(
@@ -462,5 +472,6 @@ def directory_stream(
             timestamp_fn,
             file_format,
             errors,
-        )
+        ),
+        directory,
     )

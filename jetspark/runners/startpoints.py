@@ -51,6 +51,11 @@ def fan_out(config: JobConfig, job: str, plan: ExecutionPlan) -> dict[tuple[str,
     if store is None:
         return {}
     fanned = store.fan_out(lambda partition: owner_in(plan, partition))
+    for (vertex, _processor), splits in fanned.items():
+        for split in splits:
+            problem = split_problem(plan, SourcePartition(vertex, split))
+            if problem is not None:
+                _log.warning("job %r: startpoint %s/%s may never apply: %s", job, vertex, split, problem)
     for partition, processor, _ in store.written():
         why = unapplied(plan, partition, processor)
         if why is not None:
@@ -58,6 +63,15 @@ def fan_out(config: JobConfig, job: str, plan: ExecutionPlan) -> dict[tuple[str,
                 "job %r: startpoint %s/%s not applied: %s", job, partition.vertex, partition.split, why
             )
     return fanned
+
+
+def split_problem(plan: ExecutionPlan, partition: SourcePartition) -> str | None:
+    """What the vertex's source says is wrong with the split, if it can tell from the driver
+    (`directory_stream`: no such file in its directory, or a path instead of a name)."""
+    vp = plan.vertices.get(partition.vertex)
+    supplier = None if vp is None else next((s for s in vp.suppliers if s is not None), None)
+    check = getattr(supplier, "split_problem", None)
+    return check(partition.split) if callable(check) else None
 
 
 def unapplied(plan: ExecutionPlan, partition: SourcePartition, processor: int | None) -> str | None:

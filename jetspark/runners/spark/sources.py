@@ -16,7 +16,7 @@ key is one of `keys`, and reports the partitions it left out (`planning.pruning.
 from __future__ import annotations
 
 import functools
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from jetspark.core.context import SPARK_INPUT_ATTRIBUTE, ProcessorContext
@@ -83,6 +83,11 @@ class RddSource(ProcessorMetaSupplier):
 
     def __init__(self, rdd: Any, keys: Collection[Any] | None = None) -> None:
         self.rdd = rdd
+        if keys is not None and (isinstance(keys, (str, bytes)) or not isinstance(keys, Iterable)):
+            raise ValueError(
+                f"from_rdd(keys=...): give a collection of keys, e.g. {{{keys!r}}}, not {type(keys).__name__} "
+                f"{keys!r}" + (" (a str would be read as its characters)" if isinstance(keys, str) else "")
+            )
         self.keys = None if keys is None else frozenset(keys)
         total = rdd.getNumPartitions()
         #: The partitions this source reads, in order.

@@ -16,6 +16,7 @@ from jetspark.checkpoint.startpoints import (
     StartpointStore,
     Timestamp,
     Upcoming,
+    startpoint_from_json,
 )
 from jetspark.cli.main import main
 
@@ -64,7 +65,7 @@ def test_delete_one_or_all(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert sp(tmp_path, "delete", "--vertex", "lines", "--split", "a.log") == 0
     assert store.read(A) is None and store.read(A, processor=0) is not None
     assert sp(tmp_path, "delete", "--vertex", "lines", "--split", "a.log") == 1
-    assert "no startpoint written for lines/a.log" in capsys.readouterr().err
+    assert "no startpoint for lines/a.log" in capsys.readouterr().err
     assert sp(tmp_path, "delete", "--all") == 0
     assert list(store.written()) == []
     assert sp(tmp_path, "delete") == 2
@@ -78,6 +79,12 @@ def test_bad_input_is_refused_naming_it(tmp_path: Path, capsys: pytest.CaptureFi
     assert "job name '../up'" in capsys.readouterr().err
     with pytest.raises(SystemExit):  # argparse: exactly one kind
         sp(tmp_path, "set", "--vertex", "lines", "--split", "a.log", "--oldest", "--upcoming")
+    assert sp(tmp_path, "set", "--vertex", "lines", "--split", "/data/logs/a.log", "--oldest") == 2
+    assert "a split is a file name in the source's directory (for example 'a.log')" in capsys.readouterr().err
+    assert list(StartpointStore(str(tmp_path), "job").written()) == []
+    timestamp = {"type": "timestamp", "timestamp": "2500", "created": 1.0}
+    with pytest.raises(ValueError, match="timestamp must be an int of milliseconds, got '2500'"):
+        startpoint_from_json(timestamp)
 
 
 def test_the_command_runs_as_a_program(tmp_path: Path) -> None:
