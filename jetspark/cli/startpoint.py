@@ -105,9 +105,16 @@ def _unknown_target(args: argparse.Namespace, startpoints: StartpointStore) -> s
     latest = store.latest_id()
     if latest is None:
         return None
-    vertices = store.load_manifest(store.snapshot_dir(latest)).extra.get("vertices")
+    extra = store.load_manifest(store.snapshot_dir(latest)).extra
+    vertices = extra.get("vertices")
     if vertices is not None and args.vertex not in vertices:
         return f"job {args.job!r} has no vertex {args.vertex!r} (its vertices: {', '.join(vertices)})"
+    sources = extra.get("startpoint_sources")  # absent in snapshots taken before it was kept
+    if sources is not None and args.vertex not in sources:
+        return (
+            f"vertex {args.vertex!r} of job {args.job!r} is not a source that takes startpoints "
+            f"(those that do: {', '.join(sources) or 'none'})"
+        )
     return None
 
 

@@ -546,6 +546,7 @@ class LocalJob(JobHandle):
                         "member_count": self.member_count,
                         "job_id": self.job_id,
                         "vertices": sorted(self.prepared.names),  # `jetspark startpoint set` checks
+                        "startpoint_sources": startpoints.startpoint_sources(self.plan) if self.plan else [],
                     }
                     snapshot_io.commit_snapshot(
                         self.store, snapshot_id, snapshot.data, vertices, DEFAULT_PARTITION_COUNT, extra

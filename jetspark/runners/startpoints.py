@@ -29,6 +29,16 @@ def store_for(config: JobConfig, job: str) -> StartpointStore | None:
     return StartpointStore(config.checkpoint_root, job, config.startpoints_directory)
 
 
+def startpoint_sources(plan: ExecutionPlan) -> list[str]:
+    """The vertices of `plan` whose source takes startpoints (a committed snapshot lists them, so
+    that `jetspark startpoint set` can refuse another vertex)."""
+    return sorted(
+        name
+        for name, vp in plan.vertices.items()
+        if isinstance(next((s for s in vp.suppliers if s is not None), None), StartpointSource)
+    )
+
+
 def owner_in(plan: ExecutionPlan, partition: SourcePartition) -> int | None:
     """The global index of the processor that reads `partition` under `plan`, or None if the
     plan has no vertex of that name or its source does not take startpoints."""

@@ -67,7 +67,7 @@ from jetspark.runners.spark.prebuild import Prebuilt
 from jetspark.runners.spark.records import DriverReports, dumps
 from jetspark.runners.spark.session import call_site
 from jetspark.runners.spark.side_inputs import drop_side_inputs
-from jetspark.runners.startpoints import fan_out
+from jetspark.runners.startpoints import fan_out, startpoint_sources
 
 _log = logging.getLogger("jetspark.spark.epochs")
 #: Abort causes a job keeps (`EpochJob.abort_causes`).
@@ -520,6 +520,7 @@ class EpochJob(SparkHandle):
             "member_count": self.member_count,
             "completed": sorted(completed),
             "vertices": sorted(self.plan.vertices),  # `jetspark startpoint set` checks them
+            "startpoint_sources": startpoint_sources(self.plan),
         }
         manifest = commit_reported(
             self.store, epoch, outcome.snapshot_files, self.plan.arrangement.partition_count, extra

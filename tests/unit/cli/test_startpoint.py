@@ -170,6 +170,11 @@ def test_set_for_a_vertex_the_job_does_not_have_is_an_error(
     )
     assert code == 2
     assert capsys.readouterr().err == "jetspark: job 'job' has no vertex 'line' (its vertices: lines, sink)\n"
+    not_a_source = ["--root", root, "--job", "job", "--vertex", "sink", "--split", "a.log", "--oldest"]
+    assert main(["startpoint", "set", *not_a_source]) == 2
+    assert capsys.readouterr().err == (
+        "jetspark: vertex 'sink' of job 'job' is not a source that takes startpoints (those that do: lines)\n"
+    )
     code = main(
         [
             "startpoint",
