@@ -11,6 +11,7 @@ so its scenario starts a standalone master and two workers on 127.0.0.2 and 127.
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import signal
@@ -159,10 +160,12 @@ def stop(process: subprocess.Popen[bytes]) -> None:
 
 
 def alive_workers(webui: int) -> list[str]:
+    """The hosts of the workers the master's UI lists as alive; none while the UI starts (it may
+    answer with a broken response or a page that is not JSON yet)."""
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{webui}/json/", timeout=5) as response:
             state = json.load(response)
-    except OSError:
+    except (OSError, ValueError, http.client.HTTPException):
         return []
     return sorted(w["host"] for w in state.get("workers", []) if w.get("state") == "ALIVE")
 
