@@ -297,15 +297,15 @@ class CheckpointStore:
     def remove_leftovers(self) -> None:
         """Delete what a completed job no longer needs: its snapshots, `LATEST` and run markers
         (again, after a death during `finish` left some of them)."""
-        for path in (f"{self.job_dir}/LATEST", f"{self.job_dir}/runs", f"{self.job_dir}/snapshots"):
+        for path in self._leftovers():
             self._remove(path)
 
     def has_leftovers(self) -> bool:
         """Whether `remove_leftovers` has anything to delete."""
-        return any(
-            self.fs.exists(path)
-            for path in (f"{self.job_dir}/LATEST", f"{self.job_dir}/runs", f"{self.job_dir}/snapshots")
-        )
+        return any(self.fs.exists(path) for path in self._leftovers())
+
+    def _leftovers(self) -> tuple[str, ...]:
+        return tuple(f"{self.job_dir}/{name}" for name in ("LATEST", "runs", "snapshots"))
 
     def _record_says_committed(self) -> bool:
         try:

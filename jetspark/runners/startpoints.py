@@ -8,6 +8,7 @@ attributes; the sources do the rest (`jetspark.checkpoint.startpoint_source`).
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from jetspark.checkpoint.startpoint_source import StartpointRuntime
 from jetspark.checkpoint.startpoints import SourcePartition, Startpoint, StartpointSource, StartpointStore
@@ -29,25 +30,26 @@ def store_for(config: JobConfig, job: str) -> StartpointStore | None:
     return StartpointStore(config.checkpoint_root, job, config.startpoints_directory)
 
 
+def _supplier(plan: ExecutionPlan, vertex: str) -> Any:
+    """The supplier of `vertex` on the members that run it (one supplier everywhere for the
+    sources that take startpoints), or None."""
+    vp = plan.vertices.get(vertex)
+    return None if vp is None else next((s for s in vp.suppliers if s is not None), None)
+
+
 def startpoint_sources(plan: ExecutionPlan) -> list[str]:
     """The vertices of `plan` whose source takes startpoints (a committed snapshot lists them, so
     that `jetspark startpoint set` can refuse another vertex)."""
-    return sorted(
-        name
-        for name, vp in plan.vertices.items()
-        if isinstance(next((s for s in vp.suppliers if s is not None), None), StartpointSource)
-    )
+    return sorted(name for name in plan.vertices if isinstance(_supplier(plan, name), StartpointSource))
 
 
 def owner_in(plan: ExecutionPlan, partition: SourcePartition) -> int | None:
     """The global index of the processor that reads `partition` under `plan`, or None if the
     plan has no vertex of that name or its source does not take startpoints."""
-    vp = plan.vertices.get(partition.vertex)
-    if vp is None:
-        return None
-    supplier = next((s for s in vp.suppliers if s is not None), None)
+    supplier = _supplier(plan, partition.vertex)
     if not isinstance(supplier, StartpointSource):
         return None
+    vp = plan.vertices[partition.vertex]
     arrangement = plan.arrangement
     return arrangement.global_owner(
         supplier.split_partition(partition.split, arrangement.partition_count), vp.local_parallelism
@@ -78,9 +80,7 @@ def fan_out(config: JobConfig, job: str, plan: ExecutionPlan) -> dict[tuple[str,
 def split_problem(plan: ExecutionPlan, partition: SourcePartition) -> str | None:
     """What the vertex's source says is wrong with the split, if it can tell from the driver
     (`directory_stream`: no such file in its directory, or a path instead of a name)."""
-    vp = plan.vertices.get(partition.vertex)
-    supplier = None if vp is None else next((s for s in vp.suppliers if s is not None), None)
-    check = getattr(supplier, "split_problem", None)
+    check = getattr(_supplier(plan, partition.vertex), "split_problem", None)
     return check(partition.split) if callable(check) else None
 
 
