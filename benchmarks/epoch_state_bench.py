@@ -253,6 +253,22 @@ CACHE_FIGURES: dict[str, int] = {}
 THROUGHPUT_TIMELINE: list[tuple[str, float]] = []
 
 
+#: Cores busy on the whole machine during the last run of each guarantee (`/proc/stat`): how
+#: much of the machine a run left idle, which is what overlapping work could still fill.
+CPU_FIGURES: dict[str, float] = {}
+
+
+def _machine_busy_seconds() -> float:
+    """CPU seconds the machine spent busy since boot (every core; Linux `/proc/stat`), 0 elsewhere."""
+    try:
+        with open("/proc/stat") as stat:
+            fields = [int(field) for field in stat.readline().split()[1:]]
+    except OSError:
+        return 0.0
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
 def throughput(
     spark: Any,
     keys: int,
@@ -266,6 +282,7 @@ def throughput(
 
     work = tempfile.mkdtemp(prefix="jetspark-epoch-state-")
     try:
+        busy_before = _machine_busy_seconds()
         started = time.perf_counter()
         job = SparkRunner(spark).submit(
             counts_dag(f"{work}/out", keys, items, rate), _config(guarantee, epoch_millis, work)
@@ -284,6 +301,7 @@ def throughput(
                 set(range(1, job.epochs_committed)),  # type: ignore[arg-type]
             )
         elapsed = time.perf_counter() - started
+        CPU_FIGURES[guarantee.value] = (_machine_busy_seconds() - busy_before) / elapsed
         rows = len(read_lines(f"{work}/out"))
         assert rows == items, f"{guarantee.value}: {rows} rows for {items} items"
         CACHE_FIGURES.clear()
@@ -511,7 +529,8 @@ def main() -> None:
             print(
                 f"keys {keys:>9,}  NONE {none:7.2f} s  EXACTLY_ONCE {eo:7.2f} s  ratio(time) {eo / none:5.2f}"
                 f"  throughput EO/NONE {none / eo:5.2f}  epochs {epochs}  s/epoch {eo / max(epochs, 1):5.2f}"
-                f"  load {os.getloadavg()[0]:.1f}  EO state cache {CACHE_FIGURES}",
+                f"  load {os.getloadavg()[0]:.1f}  EO state cache {CACHE_FIGURES}"
+                f"  cores busy NONE {CPU_FIGURES.get('none', 0):.2f} EO {CPU_FIGURES.get('exactly_once', 0):.2f}",
                 flush=True,
             )
             if THROUGHPUT_TIMELINE:
