@@ -28,7 +28,12 @@ def method_name(owner: object, method: str | None = None) -> str:
     return getattr(owner, "__qualname__", None) or repr(owner)
 
 
-def not_a_bool(owner: object, method: str | None, result: object) -> ProcessorContractError:
+def not_a_bool(
+    owner: object,
+    method: str | None,
+    result: object,
+    meaning: str = "return True when done, False to be called again with the same input",
+) -> ProcessorContractError:
     """The error for a contract method that returned something other than True or False.
 
     A None (a forgotten `return`) would otherwise read as False: the engine would call the method
@@ -36,8 +41,7 @@ def not_a_bool(owner: object, method: str | None, result: object) -> ProcessorCo
     shown = "None (a forgotten return?)" if result is None else f"{result!r} ({type(result).__name__})"
     name = method_name(owner, method)
     return ProcessorContractError(
-        f"{name}() returned {shown}, not True or False: return True when done, False to be called "
-        f"again with the same input{_defined_at(owner, method, name)}"
+        f"{name}() returned {shown}, not True or False: {meaning}{_defined_at(owner, method, name)}"
     )
 
 

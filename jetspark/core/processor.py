@@ -210,6 +210,7 @@ class Processor(abc.ABC):
         May block, even in a cooperative processor: at the processor's normal end the engine then
         calls it on a thread of its own, so the worker goes on with the other processors, unless
         `close_is_cooperative` returns True. Must not emit: an offer here raises
-        `ProcessorContractError` and, at the processor's normal end, fails the job (the item would
-        be lost). Any other exception is logged and does not fail the job. Default: nothing.
+        `ProcessorContractError`, which the engine logs as an error naming the item (the item is
+        dropped: emit in `complete()` instead). No exception from `close()` fails the job; each is
+        logged. Default: nothing.
         """

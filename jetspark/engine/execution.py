@@ -35,11 +35,26 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 
 from jetspark.core.errors import JobFailedError, QuiescenceError
+from jetspark.engine.failure_site import failed_in
 from jetspark.engine.tasklet import ProcessorTasklet
 
 _log = logging.getLogger("jetspark.engine")
+#: How long a failed or cancelled execution waits for a processor's `close()` still running on
+#: its own thread before it ends anyway.
+CLOSE_WAIT_SECONDS = 30.0
 _TASKLET_CALL = ProcessorTasklet.call.__code__
 _STDLIB = sysconfig.get_paths()["stdlib"]
+
+
+def _holding_up(stuck: Sequence[ProcessorTasklet]) -> ProcessorTasklet | None:
+    """The processor a stuck job waits for: one with input it does not take (or all of its input
+    and no completion) while nothing it offered waits downstream. The others are stuck behind it,
+    their outboxes full."""
+    for tasklet in stuck:
+        waits_downstream = tasklet.outbox.buffered() > 0 or tasklet.outbox.has_unfinished_item()
+        if not waits_downstream and (tasklet.pending_count() > 0 or tasklet.awaits_completion()):
+            return tasklet
+    return None
 
 
 class IdleStrategy:
@@ -132,7 +147,8 @@ class Execution:
             if self.error is None:
                 if tasklet is not None and not isinstance(error, JobFailedError):
                     wrapped = JobFailedError(
-                        f"{tasklet.name} failed: {type(error).__name__}: {error}",
+                        f"{tasklet.name} failed{failed_in(error, tasklet.processor)}: "
+                        f"{type(error).__name__}: {error}",
                         vertex=tasklet.context.vertex_name,
                         processor_index=tasklet.context.global_processor_index,
                     )
@@ -185,6 +201,22 @@ class Execution:
                 watch.join()
             for tasklet in self.tasklets:
                 tasklet.close()
+            self._await_closes_under_way()
+
+    def _await_closes_under_way(self) -> None:
+        """As the contract says, every processor's `close()` has returned before its supplier's
+        `close()` runs: a failed or cancelled execution stops while a cooperative processor's
+        `close()` may still run on its own thread (`CLOSING`), so wait for it; one that does not
+        return in `CLOSE_WAIT_SECONDS` is named in a warning and left behind (its thread is a
+        daemon) rather than hanging the job's end."""
+        for tasklet in self.tasklets:
+            tasklet.wait_for_close(CLOSE_WAIT_SECONDS)
+            if tasklet.closing_under_way():
+                _log.warning(
+                    "%s: close() has not returned after %.0f s; the job ends without waiting for it",
+                    tasklet.name,
+                    CLOSE_WAIT_SECONDS,
+                )
 
     def _on_tick_safe(self) -> None:
         try:
@@ -336,11 +368,13 @@ class Execution:
     def _quiescence_error(self) -> QuiescenceError:
         stuck = [t for t in self.tasklets if not t.is_done]
         lines = "\n  ".join(tasklet.status_line() for tasklet in stuck)
+        culprit = _holding_up(stuck)
+        named = f" {culprit.name} holds them up;" if culprit is not None else ""
         return QuiescenceError(
             f"nothing in progress for {self._quiescence_timeout:g} s and nothing can make progress, "
-            f"yet items are pending or a processor with all its input has not completed; the job "
-            f"would hang. Processors not done:\n  {lines}",
-            vertex=stuck[0].context.vertex_name if stuck else None,
+            f"yet items are pending or a processor with all its input has not completed;{named} the "
+            f"job would hang. Processors not done:\n  {lines}",
+            vertex=(culprit or stuck[0]).context.vertex_name if stuck else None,
         )
 
     def _idle_progress(self) -> bool:

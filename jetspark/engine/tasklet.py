@@ -150,7 +150,17 @@ class ProcessorTasklet:
         self.streams = list(streams)
         self.snapshot_context = snapshot_context
         self.inbox = ListInbox()
-        self.is_cooperative = bool(processor.is_cooperative())
+        cooperative = processor.is_cooperative()
+        if cooperative is not True and cooperative is not False:
+            # read as a bool, a forgotten return (None) would make the processor non-cooperative
+            # without a word: a thread of its own, where the user expected the shared loop
+            raise not_a_bool(
+                processor,
+                "is_cooperative",
+                cooperative,
+                "return True (the default) when no call blocks, False to get a thread of its own",
+            )
+        self.is_cooperative = cooperative
         priorities = sorted({s.priority for s in self.streams})
         self._groups = [[s for s in self.streams if s.priority == p] for p in priorities]
         self._group_index = 0
@@ -426,6 +436,10 @@ class ProcessorTasklet:
         if self._closer is not None:
             self._closer.join(timeout)
 
+    def closing_under_way(self) -> bool:
+        """Whether the processor's `close()` is running on its own thread right now."""
+        return self._closer is not None and self._closer.is_alive()
+
     def _closing(self) -> bool:
         closer = self._closer
         assert closer is not None
@@ -557,6 +571,7 @@ class ProcessorTasklet:
         else:
             done = self.processor.try_process_watermark(watermark)
             if done is True:
+                self._check_nothing_refused("try_process_watermark")
                 self.input_watermark = watermark.timestamp
                 if self._forwarding.active:
                     self._forwarding.taken(self.context, self.outbox.sent_any_watermark())

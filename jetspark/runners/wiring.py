@@ -18,6 +18,7 @@ from jetspark.core.context import adopting_processor
 from jetspark.core.edge import RoutingPolicy
 from jetspark.core.errors import JobFailedError
 from jetspark.core.processor import Processor
+from jetspark.engine.failure_site import failed_in
 from jetspark.engine.inbound import InboundStream
 from jetspark.engine.outbox_impl import OutboxImpl
 from jetspark.engine.queue import BoundedQueue, QueueReceiver, QueueSender
@@ -199,7 +200,7 @@ def wire(
                 )
             except Exception as error:  # is_cooperative() raised
                 raise JobFailedError(
-                    f"{name} failed: {type(error).__name__}: {error}",
+                    f"{name} failed{failed_in(error, processors[key])}: {type(error).__name__}: {error}",
                     vertex=vertex_name,
                     processor_index=context.global_processor_index,
                 ) from error

@@ -117,8 +117,10 @@ def test_items_nobody_takes_fail_the_job_naming_where_they_wait() -> None:
     with pytest.raises(QuiescenceError) as raised:
         LocalRunner().run(pipeline(RefusesEverything), QUICK)
     message = str(raised.value)
-    stuck_line = next(line for line in message.splitlines() if "vertex 'stuck'" in line)
+    stuck_line = next(line for line in message.splitlines() if line.strip().startswith("vertex 'stuck'"))
     assert "inbox=" in stuck_line and "inbox=0 " not in stuck_line
+    assert "vertex 'stuck' processor #0 holds them up" in message.splitlines()[0]
+    assert raised.value.vertex == "stuck"
 
 
 def test_a_watermark_the_processor_never_takes_is_pending() -> None:

@@ -181,8 +181,10 @@ def test_the_failure_is_a_job_failure_with_the_documented_message() -> None:
     message = str(raised.value)
     assert message.startswith(
         "nothing in progress for 0.3 s and nothing can make progress, yet items are pending or a "
-        "processor with all its input has not completed; the job would hang. Processors not done:\n"
+        "processor with all its input has not completed; vertex 'stuck' processor #0 holds them up; "
+        "the job would hang. Processors not done:\n"
     )
+    assert raised.value.vertex == "stuck"
     assert (
         "vertex 'stuck' processor #0: state=complete watermarks upstream=None input=None output=None; "
         "pending: queued=0 inbox=0 outbox=0; every input ended, not completed"

@@ -110,6 +110,15 @@ class MockTasklet:
     def close(self) -> None:
         self.closed += 1
 
+    # what the execution asks of a tasklet besides: a mock closes at once, on the caller's thread
+    processor: object = None
+
+    def wait_for_close(self, timeout: float | None = None) -> None:
+        pass
+
+    def closing_under_way(self) -> bool:
+        return False
+
     # -- Jet's assertions
     def assert_done(self) -> None:
         assert self.calls_before_done == -1, "Tasklet wasn't done"

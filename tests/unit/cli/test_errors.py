@@ -59,7 +59,7 @@ def test_a_failed_job_shows_one_line_and_the_users_frame(
     lines = capsys.readouterr().err.strip().splitlines()
     assert (
         lines[0]
-        == "jetspark: JobFailedError: vertex 'divide' processor #0 failed: ZeroDivisionError: division by zero"
+        == "jetspark: JobFailedError: vertex 'divide' processor #0 failed in try_process_item(): ZeroDivisionError: division by zero"
     )
     assert lines[1] == f"  at {job}:8 in try_process_item: return self.try_emit(1 / item)"
     assert lines[2] == "  (--verbose shows the full traceback)"
