@@ -56,6 +56,8 @@ class DagCaptured(Exception):
 
 
 _capturing = False
+#: Jobs submitted to a runner in this process (`capture_if_asked` counts them).
+_submitted = 0
 
 
 @contextlib.contextmanager
@@ -82,9 +84,28 @@ def with_command_line(config: JobConfig) -> JobConfig:
     return config
 
 
+def check_submit_arguments(runner: str, dag: object, config: object) -> None:
+    """A runner's `submit` takes a DAG and, optionally, a JobConfig: anything else (a dict of
+    settings, the two swapped) is refused in one line saying so, not as an attrs error later."""
+    if not isinstance(dag, DAG) or not (config is None or isinstance(config, JobConfig)):
+        raise TypeError(
+            f"{runner}.submit(dag, config) takes a DAG and a JobConfig (or None), got "
+            f"{type(dag).__name__} and {type(config).__name__}; settings go in JobConfig(...), "
+            "e.g. JobConfig(member_count=2)"
+        )
+
+
 def capture_if_asked(dag: DAG, config: JobConfig | None) -> None:
     """Inside `capturing_dag()`: raise `DagCaptured` instead of running the job. Called by
     `run` and by every runner's `submit`, so that `jetspark dag` of a job file that submits to a
     runner itself (`SparkRunner().submit(dag, config)`) shows the DAG rather than running it."""
+    global _submitted
     if _capturing:
         raise DagCaptured(dag, config or JobConfig())
+    _submitted += 1
+
+
+def jobs_submitted() -> int:
+    """How many jobs this process submitted to a runner so far (`jetspark run` tells a job file
+    that never submits one)."""
+    return _submitted

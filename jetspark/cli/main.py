@@ -52,6 +52,7 @@ from jetspark.environment import (
     DagCaptured,
     WebUIError,
     capturing_dag,
+    jobs_submitted,
 )
 from jetspark.log_level import LEVELS, LOG_LEVEL_ENV, executor_env_conf
 from jetspark.planning.explain import explain
@@ -107,6 +108,16 @@ def _add_verbose_option(command: argparse.ArgumentParser) -> None:
     )
 
 
+#: The options of `jetspark run` (filled by `_parser`): given after the job file, they go to the job.
+RUN_OPTIONS: set[str] = set()
+
+
+def _misplaced_run_options(job_args: Sequence[str]) -> list[str]:
+    """jetspark's own `run` options among the job file's arguments (`jetspark run job.py --local`),
+    which the job gets instead of jetspark."""
+    return [word for word in job_args if word.split("=", 1)[0] in RUN_OPTIONS]
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="jetspark", description="Run jetspark jobs on Spark or in process.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -117,6 +128,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--master", help="Spark master URL of the embedded session (default local[*])")
     _add_verbose_option(run)
     _add_watch_options(run)
+    RUN_OPTIONS.update(option for option in run._option_string_actions if option.startswith("--"))
     run.add_argument("job", help="the job file, a Python script that calls jetspark.api.run(dag)")
     run.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the job file")
     submit = commands.add_parser(
@@ -359,21 +371,37 @@ def main(argv: Sequence[str] | None = None) -> int:
         except Exception as error:
             report(error, args.job, verbose)
             return 2 if isinstance(error, ValueError) else 1
-        if args.plan:
-            try:
+        try:  # a DAG that does not validate or plan: one line, as `run` says it
+            if args.plan:
                 print(explain(captured.dag, captured.config, args.members))
-            except Exception as error:  # a DAG that does not plan (validation): one line
-                report(error, args.job, verbose)
-                return 2
-        else:
-            print(render_dag(captured.dag, args.format))
+            else:
+                captured.dag.validate()
+                print(render_dag(captured.dag, args.format))
+        except Exception as error:
+            report(error, args.job, verbose)
+            return 2
         return 0
     _watch_environment(args, submitting=args.command == "submit")
     try:
         if args.command == "run":
             if args.master is not None and not args.local:
                 check_master(args.master)  # a typo or a dead master: one line now, not Java's traces later
+            misplaced = _misplaced_run_options(args.args)
+            if misplaced:
+                print(
+                    f"jetspark: warning: {' '.join(misplaced)} after the job file goes to the job, not "
+                    f"to jetspark; put it before the job file: jetspark run {' '.join(misplaced)} {args.job}",
+                    file=sys.stderr,
+                )
+            submitted = jobs_submitted()
             run_job(args.job, args.args, args.local, args.master)  # Spark checks Java before it starts
+            if jobs_submitted() == submitted:  # a DAG built and never run: say so, not exit 0 in silence
+                print(
+                    f"jetspark: {args.job!r} ended without calling jetspark.api.run(dag) (or a "
+                    "runner's submit): no job ran",
+                    file=sys.stderr,
+                )
+                return 2
             return 0
         check_java()
         command, env = submit_command(rest, Path(tempfile.mkdtemp(prefix="jetspark-submit-")))

@@ -9,6 +9,7 @@ from itertools import islice
 from typing import Any
 
 from jetspark.core.context import ProcessorContext
+from jetspark.core.errors import ProcessorContractError
 from jetspark.core.inbox import Inbox
 from jetspark.core.outbox import SNAPSHOT_CHUNK, Outbox
 from jetspark.core.processor import Processor
@@ -132,18 +133,28 @@ class AbstractProcessor(Processor):
         In bulk (`Outbox.offer_all_to_snapshot`), a chunk of up to 32,768 entries a call (False
         after a full one, so that a cooperative call stays short); entries taken from the
         traverser but refused are kept and offered first on the next call."""
+        unfinished = self.__dict__.get("_jetspark_saving")
+        if unfinished is not None and unfinished is not traverser:
+            raise ProcessorContractError(
+                f"{type(self).__name__}.save_to_snapshot() passed emit_from_traverser_to_snapshot a "
+                "new traverser while the one of its previous call was not done: the save would "
+                "start over on every call and never end; keep the traverser in a field until the "
+                "call returns True (then drop it), as Jet's processors do"
+            )
         pending = self._pending_traverser_item
         key = id(traverser)
         chunk: list[Any] = pending.pop(key, None) or []
         if len(chunk) < SNAPSHOT_CHUNK:
             chunk.extend(islice(iter(traverser.next, None), SNAPSHOT_CHUNK - len(chunk)))
-        if not chunk:
-            return True
-        taken = self.outbox.offer_all_to_snapshot(list(map(_FIRST, chunk)), list(map(_SECOND, chunk)))
-        if taken < len(chunk):
-            pending[key] = chunk[taken:]
-            return False
-        return len(chunk) < SNAPSHOT_CHUNK  # a full chunk: the traverser may hold more
+        done = not chunk
+        if chunk:
+            taken = self.outbox.offer_all_to_snapshot(list(map(_FIRST, chunk)), list(map(_SECOND, chunk)))
+            if taken < len(chunk):
+                pending[key] = chunk[taken:]
+            else:
+                done = len(chunk) < SNAPSHOT_CHUNK  # a full chunk: the traverser may hold more
+        self.__dict__["_jetspark_saving"] = None if done else traverser
+        return done
 
     @property
     def _pending_traverser_item(self) -> dict[int, Any]:

@@ -8,7 +8,8 @@ from collections.abc import Iterator
 from jetspark.core.dag_dot import dag_to_dot
 from jetspark.core.edge import DEFAULT_QUEUE_SIZE, RESERVED_PRIORITY, Edge, RoutingPolicy
 from jetspark.core.errors import DagValidationError
-from jetspark.core.suppliers import ProcessorMetaSupplier, SupplierLike, to_meta_supplier
+from jetspark.core.processor import Processor
+from jetspark.core.suppliers import ProcessorMetaSupplier, ProcessorSupplier, SupplierLike, to_meta_supplier
 
 
 class Vertex:
@@ -25,7 +26,7 @@ class Vertex:
             raise DagValidationError(f"vertex name must be a non-empty string, got {name!r}")
         self.name = name
         self.local_parallelism = local_parallelism
-        self.meta_supplier: ProcessorMetaSupplier = to_meta_supplier(supplier)
+        self.meta_supplier: ProcessorMetaSupplier = _meta_supplier_of(name, supplier)
 
     @property
     def local_parallelism(self) -> int:
@@ -41,6 +42,26 @@ class Vertex:
 
     def __repr__(self) -> str:
         return f"Vertex({self.name!r}, local_parallelism={self.local_parallelism})"
+
+
+def _meta_supplier_of(vertex: str, supplier: object) -> ProcessorMetaSupplier:
+    """`to_meta_supplier`, with the mistakes a user makes named with the vertex: a supplier class
+    where an instance belongs, and a processor object where its class belongs."""
+    if isinstance(supplier, type) and issubclass(supplier, (ProcessorSupplier, ProcessorMetaSupplier)):
+        raise TypeError(
+            f"vertex {vertex!r}: {supplier.__name__} is a supplier class; pass an instance of it, "
+            f"{supplier.__name__}()"
+        )
+    if isinstance(supplier, Processor):
+        name = type(supplier).__name__
+        raise TypeError(
+            f"vertex {vertex!r}: got a {name} object; pass the class, {name}, or a function that "
+            "makes a new processor on every call: each processor of the vertex needs its own"
+        )
+    try:
+        return to_meta_supplier(supplier)  # type: ignore[arg-type]
+    except TypeError as error:
+        raise TypeError(f"vertex {vertex!r}: {error}") from None
 
 
 def _checked_parallelism(vertex: str, value: object) -> int:
@@ -143,6 +164,17 @@ class DAG:
 
     def edge(self, edge: Edge) -> DAG:
         """Add an edge between two vertices of this DAG."""
+        if not isinstance(edge, Edge):
+            raise TypeError(
+                f"DAG.edge() takes an Edge, such as Edge.between(a, b) or Edge.from_(a, 1).to(b, 0); "
+                f"got {edge!r} ({type(edge).__name__})"
+            )
+        if any(other is edge for other in self._edges):
+            raise DagValidationError(
+                f"edge {edge.name}: this Edge object is already in the DAG (its .to() or settings "
+                "changed it in place, for the edge added before too): make a new Edge for each "
+                "connection, Edge.between(a, b) or Edge.from_(a, n).to(b, m)"
+            )
         if edge.destination is None:
             raise DagValidationError(f"edge from {edge.source.name!r} has no destination: call .to(vertex)")
         for end, vertex in (("source", edge.source), ("destination", edge.destination)):
@@ -274,6 +306,14 @@ class DAG:
         """Check what cannot be checked while building: cycles, ordinal gaps, edge settings."""
         if not self._vertices:
             raise DagValidationError("the DAG has no vertices")
+        for e in self._edges:
+            for end, vertex in (("source", e.source), ("destination", e.destination)):
+                if vertex is None or self._vertices.get(vertex.name) is not vertex:
+                    name = "none" if vertex is None else repr(vertex.name)
+                    raise DagValidationError(
+                        f"edge {e.name}: its {end} vertex {name} is not in this DAG (was the Edge "
+                        "changed after dag.edge()? make a new Edge for each connection)"
+                    )
         self.topological_order()
         for vertex in self._vertices.values():
             for kind, ordinals in (

@@ -6,6 +6,7 @@ import enum
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from jetspark.core.errors import DagValidationError
 from jetspark.core.partitioner import Partitioner, default_partitioner
 
 if TYPE_CHECKING:
@@ -36,6 +37,15 @@ def _check_vertex(vertex: object, end: str) -> None:
         )
 
 
+def _whole_number(edge: Edge, what: str, value: object, least: int | None = None) -> None:
+    """Refuse a setting that is not an int (a bool, a str or a float included) or is below `least`,
+    naming the edge: later it would fail as a bare comparison error, or be used as it is."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"edge {edge.name}: {what} must be an int, got {value!r} ({type(value).__name__})")
+    if least is not None and value < least:
+        raise DagValidationError(f"edge {edge.name}: {what} must be >= {least}, got {value}")
+
+
 def _constant_key(_item: Any, key: Any) -> Any:
     return key
 
@@ -61,6 +71,7 @@ class Edge:
         self.priority = 0
         self.queue_size = DEFAULT_QUEUE_SIZE
         self.queue_size_configured = False  # `to_dot` shows the job's default where not
+        _whole_number(self, "source ordinal", source_ordinal, 0)
 
     # ---- construction ---------------------------------------------------------------------
 
@@ -79,6 +90,7 @@ class Edge:
         _check_vertex(destination, "destination")
         self.destination = destination
         self.dest_ordinal = ordinal
+        _whole_number(self, "destination ordinal", ordinal, 0)
         return self
 
     # ---- routing --------------------------------------------------------------------------
@@ -118,6 +130,13 @@ class Edge:
 
     def all_to_one(self, key: Any = "ALL") -> Edge:
         """Route every item to the one processor owning `key`'s partition."""
+        try:
+            hash(key)
+        except TypeError:
+            raise TypeError(
+                f"edge {self.name}: all_to_one() needs a hashable key (a str, an int, a tuple), got "
+                f"{key!r} of the unhashable type {type(key).__name__}"
+            ) from None
         self.routing = RoutingPolicy.PARTITIONED
         self.key_fn = _ConstantKey(key)
         self.partitioner = default_partitioner
@@ -140,11 +159,13 @@ class Edge:
         Snapshots wait until every vertex upstream of a lower-priority edge has finished, so feed
         such edges from bounded sources.
         """
+        _whole_number(self, "priority", priority)
         self.priority = priority
         return self
 
     def with_queue_size(self, size: int) -> Edge:
         """Capacity of each queue of this edge, in items."""
+        _whole_number(self, "queue size", size, 1)
         self.queue_size = size
         self.queue_size_configured = True
         return self

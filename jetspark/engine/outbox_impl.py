@@ -25,6 +25,7 @@ two falsy checks per call (not per item) while nothing is blocked.
 
 from __future__ import annotations
 
+import logging
 import pickle
 import reprlib
 import time
@@ -41,6 +42,7 @@ from jetspark.core.watermark import IDLE_MESSAGE, IDLE_TIMESTAMP, BroadcastKey, 
 from jetspark.engine.routing import OutboundCollector
 from jetspark.engine.snapshot import SnapshotEntry, encode_blocks, entry_partition
 
+_log = logging.getLogger("jetspark.engine")
 _NOTHING: Any = object()
 _dumps = pickle.dumps
 _PROTOCOL = pickle.HIGHEST_PROTOCOL
@@ -114,10 +116,21 @@ class OutboxImpl(Outbox):
         #: current one, 0.0 when none.
         self._backpressured = 0.0
         self._blocked_since = 0.0
+        self._warned_no_edge = False
+        #: Whether `offer_all_to_snapshot` takes every entry at once (the engine), or one at a
+        #: time within the bucket's bound like `offer_to_snapshot` (the test kit's small-outbox
+        #: modes: a save then takes several calls, as under Jet's TestSupport).
+        self.bulk_snapshot = True
         all_ordinals = tuple(range(len(self.collectors)))
         self._all_ordinals = all_ordinals
+        self._bind_offer()
+
+    def _bind_offer(self) -> None:
+        """`offer`'s fast path for one outbound edge; the warning path for none."""
         if len(self.collectors) == 1:
             self.offer = self._offer_single  # type: ignore[method-assign]
+        elif not self.collectors:
+            self.offer = self._offer_to_no_edge  # type: ignore[method-assign]
 
     def take_place_of(self, other: OutboxImpl) -> None:
         """Become `other`, a later execution's outbox for the same processor (its collectors, its
@@ -129,7 +142,7 @@ class OutboxImpl(Outbox):
         self.__dict__.clear()
         self.__dict__.update(other.__dict__)
         if "offer" in self.__dict__:  # `other`'s fast path is bound to `other`: bind ours
-            self.offer = self._offer_single  # type: ignore[method-assign]
+            self._bind_offer()
 
     # ---- Outbox ---------------------------------------------------------------------------
 
@@ -141,6 +154,23 @@ class OutboxImpl(Outbox):
 
     def offer(self, item: Any) -> bool:
         return self._offer_to_ordinals(self._all_ordinals, item)
+
+    def _offer_to_no_edge(self, item: Any) -> bool:
+        # A vertex without outbound edges (a sink) that emits an item drops it: say so once, as
+        # a forgotten `dag.edge(...)` to the sink loses every item without a word otherwise.
+        # Watermarks are left alone: `AbstractProcessor` forwards them by default, sinks too.
+        if item.__class__ is not Watermark and not self._warned_no_edge:
+            self._warn_dropped(item)
+        return self._offer_to_ordinals(self._all_ordinals, item)
+
+    def _warn_dropped(self, item: Any) -> None:
+        self._warned_no_edge = True
+        _log.warning(
+            "%s emits items but its vertex has no outbound edge: they are dropped (was an edge to "
+            "a sink forgotten?), first: %s",
+            self.owner,
+            reprlib.repr(item),
+        )
 
     def _offer_single(self, item: Any) -> bool:
         # The hot path of every emitted item when the vertex has one outbound edge.
@@ -208,6 +238,8 @@ class OutboxImpl(Outbox):
                 f"{self.owner}: offer_batch() got {'None' if _NONE_TYPE in kinds else 'a Watermark'} among its "
                 "items; items must not be None, and watermarks go through offer()"
             )
+        if not self.collectors and items and not self._warned_no_edge:
+            self._warn_dropped(items[0])
         for one in self._all_ordinals if ordinal == -1 else (ordinal,):
             self.buffers[one].extend(items)
         return True
@@ -275,7 +307,7 @@ class OutboxImpl(Outbox):
             raise ValueError(
                 f"{self.owner}: offer_all_to_snapshot got {len(keys)} keys but {len(values)} values"
             )
-        if self._slow or self._snapshot_allowed_in is None or len(keys) == 0:
+        if self._slow or self._snapshot_allowed_in is None or len(keys) == 0 or not self.bulk_snapshot:
             return super().offer_all_to_snapshot(keys, values)
         changed = self._snapshot_changed
         kept_keys, kept_values = keys, values

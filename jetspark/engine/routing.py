@@ -171,7 +171,10 @@ class PartitionedCollector(OutboundCollector):
     def target_of(self, item: Any) -> int:
         """Index in `queues` of the consumer that must receive `item`."""
         try:
-            return self._queue_of_partition[self._partitioner(self._key_fn(item), self._partition_count)]
+            partition = self._partitioner(self._key_fn(item), self._partition_count)
+            if partition < 0:
+                raise IndexError(f"partition {partition} is out of range 0..{self._partition_count - 1}")
+            return self._queue_of_partition[partition]
         except Exception as error:
             raise self._routing_error(item, error) from error
 
@@ -245,7 +248,10 @@ class PartitionedCollector(OutboundCollector):
         taken = 0
         try:
             for item in items:
-                target = table[partitioner(key_fn(item), count)]
+                partition = partitioner(key_fn(item), count)
+                if partition < 0:  # a list index would take it from the end: a wrong owner, silently
+                    raise IndexError(f"partition {partition} is out of range 0..{count - 1}")
+                target = table[partition]
                 if rooms[target] <= 0:
                     break
                 rooms[target] -= 1

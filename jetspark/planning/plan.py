@@ -22,9 +22,10 @@ from jetspark.core.context import ProcessorContext, SupplierContext
 from jetspark.core.edge import Edge, RoutingPolicy
 from jetspark.core.errors import DagValidationError
 from jetspark.core.processor import Processor
-from jetspark.core.suppliers import ProcessorSupplier, VertexCapability
+from jetspark.core.suppliers import ProcessorMetaSupplier, ProcessorSupplier, VertexCapability
 from jetspark.planning.defs import EdgeDef
 from jetspark.planning.frozen import FrozenMap
+from jetspark.planning.method_names import warn_of_misspelled_methods
 from jetspark.planning.partitions import PartitionArrangement
 from jetspark.planning.pruning import PruningReport
 from jetspark.planning.stages import StagePlan
@@ -241,14 +242,25 @@ def create_processors(plan: ExecutionPlan, vertex: str, member: int) -> list[Pro
     if supplier is None:
         return []
     supplier.init(plan.supplier_context(vertex, member))
-    processors = list(supplier.get(vp.local_parallelism))
+    got = supplier.get(vp.local_parallelism)
+    if got is None:
+        raise DagValidationError(
+            f"vertex {vertex!r}: supplier {type(supplier).__name__}.get() returned None instead of a "
+            f"list of {vp.local_parallelism} processors (a forgotten return?)"
+        )
+    processors = list(got)
     problem = None
     if len(processors) != vp.local_parallelism:
         problem = f"returned {len(processors)} processors on member {member}, expected {vp.local_parallelism}"
     else:
-        wrong = [type(p).__name__ for p in processors if not isinstance(p, Processor)]
+        wrong = [p for p in processors if not isinstance(p, Processor)]
         if wrong:
-            problem = f"returned {wrong[0]}, not a Processor"
+            problem = f"returned {type(wrong[0]).__name__}, not a Processor"
+            if isinstance(wrong[0], (ProcessorSupplier, ProcessorMetaSupplier)):
+                problem += (
+                    " but a supplier: was a function that makes suppliers passed uncalled? "
+                    "pass what it returns, e.g. new_vertex(name, collect()), not new_vertex(name, collect)"
+                )
     if problem is not None:
         for processor in processors:  # the seed: every processor made is closed, init or not
             if isinstance(processor, Processor):
@@ -257,6 +269,8 @@ def create_processors(plan: ExecutionPlan, vertex: str, member: int) -> list[Pro
                 except Exception:
                     _log.exception("vertex %r: close() failed; the error is ignored", vertex)
         raise DagValidationError(f"vertex {vertex!r}: supplier {problem}")
+    if processors:
+        warn_of_misspelled_methods(vertex, processors[0])
     return processors
 
 

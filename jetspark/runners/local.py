@@ -35,7 +35,7 @@ from jetspark.engine.execution import Execution
 from jetspark.engine.outbox_impl import DEFAULT_BATCH_SIZE
 from jetspark.engine.snapshot import Snapshot, SnapshotContext, SnapshotData
 from jetspark.engine.tasklet import ProcessorTasklet
-from jetspark.environment import capture_if_asked, with_command_line
+from jetspark.environment import capture_if_asked, check_submit_arguments, with_command_line
 from jetspark.planning.pipeline import PreparedDag, plan_execution, prepare
 from jetspark.planning.plan import ExecutionPlan
 from jetspark.runners import driver_lock, identity, job_names, snapshot_io, startpoints
@@ -591,8 +591,14 @@ class LocalRunner:
     def __init__(
         self, member_count: int | None = None, batch_size: int = DEFAULT_BATCH_SIZE, max_restarts: int = 5
     ) -> None:
+        if isinstance(max_restarts, bool) or not isinstance(max_restarts, int):
+            raise TypeError(
+                f"LocalRunner: max_restarts must be an int >= 0, got {max_restarts!r} of type "
+                f"{type(max_restarts).__name__}"
+            )
         if max_restarts < 0:
             raise ValueError(f"LocalRunner: max_restarts must be >= 0, got {max_restarts}")
+        batch_size = checked_count(batch_size, "LocalRunner: batch_size")  # 0 would never move an item
         if member_count is not None:  # the same rule as JobConfig.member_count
             member_count = checked_count(member_count, "LocalRunner: member_count")
         self.member_count = member_count
@@ -605,6 +611,7 @@ class LocalRunner:
         """Validate and start the job; returns at once with its handle. A job with a checkpoint
         root that completed in an earlier run is not run again (`identity.claim`): the handle
         is then a `CompletedBefore`, unless `JobConfig.start_over`."""
+        check_submit_arguments("LocalRunner", dag, config)
         config = attrs.evolve(config) if config is not None else JobConfig()  # a copy: later edits stay out
         capture_if_asked(dag, config)  # `jetspark dag job.py`: show the DAG, run nothing
         config = with_command_line(config)  # `jetspark run --start-over job.py`

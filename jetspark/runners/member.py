@@ -87,6 +87,7 @@ class MemberExecution:
                 except Exception as cause:
                     raise _setup_failure(vertex, f"its supplier failed on member {member}", cause) from cause
                 lp = self.plan.vertices[vertex].local_parallelism
+                self._check_new_objects(vertex, member, made)
                 for index, processor in enumerate(made):
                     if (vertex, member * lp + index) in self._completed:
                         _close_unused(processor, vertex, member, index)
@@ -106,6 +107,23 @@ class MemberExecution:
             self._close_unrun_processors()
             raise
         return self.tasklets
+
+    def _check_new_objects(self, vertex: str, member: int, made: list[Processor]) -> None:
+        """Every processor is an object of its own: one object serving two processors (a supplier
+        returning a prebuilt instance) would mix their state and calls, and lose output silently."""
+        seen = {id(p): key for key, p in self.processors.items()}
+        for index, processor in enumerate(made):
+            other = seen.get(id(processor))
+            if other is not None and not isinstance(processor, CompletedProcessor):
+                raise JobFailedError(
+                    f"vertex {vertex!r}: its supplier returned the same {type(processor).__name__} "
+                    f"object for processor {index} on member {member} as for processor {other[2]} on "
+                    f"member {other[1]}{'' if other[0] == vertex else f' of vertex {other[0]!r}'}: "
+                    "each processor needs an object of its own (pass the class, or a function that "
+                    "makes a new one on every call)",
+                    vertex=vertex,
+                )
+            seen[id(processor)] = (vertex, member, index)
 
     def start(
         self,

@@ -70,6 +70,8 @@ class Instance:
         self.name = f"{type(processor).__name__} #{context.global_processor_index}"
         self.collectors = [CapturingCollector(capacity) for _ in range(output_count)]
         self.outbox = OutboxImpl(self.collectors, self.name, capacity, snapshot_sink, partition_count)
+        # a bucket of one entry takes one entry a call, bulk offers too: a save spans calls
+        self.outbox.bulk_snapshot = capacity > 1
         self.inbox = ListInbox()
         self.coalescer = WatermarkCoalescer(input_count, f"{self.name} input")  # the harness may replace it
         self.cooperative = True

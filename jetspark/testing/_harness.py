@@ -232,7 +232,11 @@ class Harness:
                     self._until_true(inst, "(kit) forward idle marker", inst.outbox.offer, watermark)
             else:
                 self._until_true(
-                    inst, "try_process_watermark", inst.processor.try_process_watermark, watermark
+                    inst,
+                    "try_process_watermark",
+                    inst.processor.try_process_watermark,
+                    watermark,
+                    again_when_full=True,
                 )
 
     # ---- completion -----------------------------------------------------------------------
@@ -458,15 +462,33 @@ class Harness:
             )
 
     def _until_true(
-        self, inst: Instance, method: str, fn: Callable[..., Any], *args: Any, progress_check: bool = True
+        self,
+        inst: Instance,
+        method: str,
+        fn: Callable[..., Any],
+        *args: Any,
+        progress_check: bool = True,
+        again_when_full: bool = False,
     ) -> None:
-        """Call `fn` until it returns True, as the tasklet does, checking each call."""
+        """Call `fn` until it returns True, as the tasklet does, checking each call. With
+        `again_when_full`, a call that returned False with the outbox full is followed by one
+        more with the outbox still full, as `process` is (Jet's TestSupport does this for
+        `tryProcessWatermark`): a processor that drops an item its offer was refused is caught."""
         calls = 0
         stalled_since: float | None = None
         started = time.monotonic()
         while True:
             mark = inst.mark()
             done = self._as_bool(inst, method, self._invoke(inst, method, fn, *args))
+            if not done and again_when_full and inst.outbox_full():
+                inst.block(True)
+                try:
+                    inst.outbox.flush()  # ends the call, as the tasklet's flush does, moving nothing
+                    done = self._as_bool(
+                        inst, method, self._invoke(inst, method, fn, *args, note="again, with the outbox still full")
+                    )
+                finally:
+                    inst.block(False)
             progressed = done or inst.mark() != mark
             self._check_result(inst, method, done, progressed or not progress_check)
             self._collect(inst)

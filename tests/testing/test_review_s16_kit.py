@@ -776,7 +776,9 @@ def test_streaming_source_with_run_until_output_matches() -> None:
                 .partitioned_input(by_key)
                 .expect_output(running_sums(SUM_INPUT))
             ),
-            FailureKind.SNAPSHOT_CHANGES_OUTPUT,
+            # a one-entry snapshot bucket spreads the save over calls (as Jet's kit does), so the
+            # marker is emitted again after the bucket refused an entry: caught at that call
+            FailureKind.IGNORES_REJECTED_OFFER,
             "snapshot",
         ),
         (

@@ -44,7 +44,7 @@ from jetspark.core.dag import DAG
 from jetspark.core.errors import JobCancelledError, JobFailedError, JobTimeoutError
 from jetspark.core.suppliers import VertexCapability
 from jetspark.engine.outbox_impl import DEFAULT_BATCH_SIZE
-from jetspark.environment import capture_if_asked, with_command_line
+from jetspark.environment import capture_if_asked, check_submit_arguments, with_command_line
 from jetspark.planning.pipeline import PreparedDag, plan_execution, prepare
 from jetspark.planning.plan import ExecutionPlan
 from jetspark.runners import job_names
@@ -398,6 +398,7 @@ class SparkRunner:
         with a guarantee that completed in an earlier run is not run again: the handle is then a
         `CompletedBefore` (`runners.identity`), unless `JobConfig.start_over`.
         """
+        check_submit_arguments("SparkRunner", dag, config)
         config = attrs.evolve(config) if config is not None else JobConfig()  # a copy: later edits stay out
         capture_if_asked(dag, config)  # `jetspark dag job.py`: show the DAG, run nothing
         config = with_command_line(config)  # `jetspark run --start-over job.py`

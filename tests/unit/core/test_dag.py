@@ -241,7 +241,11 @@ def test_partitioned_needs_a_callable() -> None:
 
 def test_queue_size_must_be_positive() -> None:
     dag, (a, b) = dag_of("a", "b")
-    dag.edge(Edge.between(a, b).with_queue_size(0))
+    with raises_naming("a[0] -> b[0]", "queue size"):
+        Edge.between(a, b).with_queue_size(0)
+    edge = Edge.between(a, b)
+    dag.edge(edge)
+    edge.queue_size = 0  # set around the fluent method: validate still refuses it
     with raises_naming("a[0] -> b[0]", "queue size"):
         dag.validate()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -895,3 +896,25 @@ def test_a_kept_processor_sends_each_edge_its_last_watermark_again_and_its_own_r
     assert drain(r0) == [Watermark(8)] and drain(r1) == [Watermark(8)]
     with pytest.raises(ProcessorContractError, match="watermarks must rise"):
         after.offer(Watermark(8))  # above the replayed ones the contract check stands
+
+
+def test_items_offered_with_no_outbound_edge_are_warned_of_once_and_watermarks_not(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A vertex with no outbound edge that emits drops its items: the first one is named in a
+    warning (a forgotten edge to the sink); the watermarks `AbstractProcessor` forwards are not."""
+    outbox = OutboxImpl([], OWNER)
+    with caplog.at_level(logging.WARNING, logger="jetspark.engine"):
+        assert outbox.offer(Watermark(5))
+        assert caplog.records == []
+        assert outbox.offer("a") and outbox.offer("b") and outbox.offer_batch(["c"])
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{OWNER} emits items but its vertex has no outbound edge: they are dropped (was an edge to "
+        "a sink forgotten?), first: 'a'"
+    ]
+
+
+def test_a_batch_offered_with_no_outbound_edge_is_warned_of(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="jetspark.engine"):
+        assert OutboxImpl([], OWNER).offer_batch([1, 2])
+    assert "first: 1" in caplog.text
