@@ -92,6 +92,14 @@ class ProcessorVerifier:
         self.settings.assert_progress = False
         return self
 
+    def execute_before_each_run(self, action: Callable[[], None]) -> ProcessorVerifier:
+        """Call `action` before each mode runs (Jet's `executeBeforeEachRun`): reset what a sink
+        writes outside the processor, so that each mode's `assert_output` sees its own run."""
+        if not callable(action):
+            raise TypeError(f"execute_before_each_run() needs a callable, got {action!r}")
+        self.settings.before_each_run = action
+        return self
+
     def disable_logging(self) -> ProcessorVerifier:
         """Do not log calls (to the `jetspark.testing` logger, DEBUG) nor slow-call warnings."""
         self.settings.logging = False

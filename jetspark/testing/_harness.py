@@ -485,7 +485,9 @@ class Harness:
                 try:
                     inst.outbox.flush()  # ends the call, as the tasklet's flush does, moving nothing
                     done = self._as_bool(
-                        inst, method, self._invoke(inst, method, fn, *args, note="again, with the outbox still full")
+                        inst,
+                        method,
+                        self._invoke(inst, method, fn, *args, note="again, with the outbox still full"),
                     )
                 finally:
                     inst.block(False)

@@ -47,6 +47,8 @@ class Settings:
     #: verification never hangs; `run_until_output_matches` bounds its `complete()` loop itself.
     timeout_seconds: float | None = 30.0
     vertex_name: str = "processor-under-test"
+    #: Called before each mode runs (`execute_before_each_run`), None: nothing.
+    before_each_run: Callable[[], None] | None = None
     attributes: dict[str, Any] = attrs.field(factory=dict)
 
     @property

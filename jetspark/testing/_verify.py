@@ -149,6 +149,8 @@ def run_mode(
     supplier: SupplierLike, settings: Settings, expectation: Expectation, mode: Mode, mixed: Sequence[Any]
 ) -> tuple[ModeResult, str]:
     """Run one mode on fresh processors; returns its result and the processor's class name."""
+    if settings.before_each_run is not None:  # an external sink's store reset, say
+        settings.before_each_run()
     log = CallLog(logging_enabled=settings.logging, mode=mode.describe())
     harness = new_harness(supplier, settings, mode, log, expectation.output_count)
     violation: Violation | None = None

@@ -319,18 +319,12 @@ def store_holds(expected: list[Any]) -> Any:
     return check
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Jet TestSupport.java:544-547 executeBeforeEachRun(runnable), run at the start of every "
-    "mode (runTest, :550), resets an external sink's store; ProcessorVerifier has no such option "
-    "(AttributeError), so a sink is checked only by clearing the store inside the assert_fn",
-)
 def test_gap4_a_sink_writing_twice_is_caught_with_a_reset_before_each_run() -> None:
     STORE.clear()
     with pytest.raises(ProcessorVerificationError) as failure:
-        verify_processor(DuplicatingSink).input([1, 2, 3]).execute_before_each_run(  # type: ignore[attr-defined]
-            STORE.clear
-        ).assert_output(0, store_holds([1, 2, 3]))
+        verify_processor(DuplicatingSink).input([1, 2, 3]).execute_before_each_run(STORE.clear).assert_output(
+            0, store_holds([1, 2, 3])
+        )
     assert failure.value.kind is FailureKind.WRONG_OUTPUT
 
 
@@ -535,3 +529,24 @@ def test_a_call_violation_message_names_mode_input_call_and_output_so_far() -> N
     assert "process(0, inbox [1, 2, 3]) -> None, inbox 3 -> 2" in message
     assert "process(0, inbox [2, 3]; again, with the outbox still full)" in message
     assert "process(0, inbox [3]) -> raised" in message
+
+
+def test_execute_before_each_run_resets_before_every_mode_so_a_correct_sink_passes() -> None:
+    """A sink writing each item once passes when the store is reset before each mode (without the
+    reset the store would hold every mode's items)."""
+    STORE.clear()
+    resets = []
+
+    def reset() -> None:
+        resets.append(len(STORE))
+        STORE.clear()
+
+    verify_processor(Sink).input([1, 2, 3]).execute_before_each_run(reset).assert_output(
+        0, store_holds([1, 2, 3])
+    )
+    assert len(resets) > 1 and resets[0] == 0 and all(size == 3 for size in resets[1:]), resets
+
+
+def test_execute_before_each_run_wants_a_callable() -> None:
+    with pytest.raises(TypeError, match="execute_before_each_run"):
+        verify_processor(Sink).execute_before_each_run(None)  # type: ignore[arg-type]
