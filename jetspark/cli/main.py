@@ -42,7 +42,9 @@ from pathlib import Path
 from jetspark.cli import startpoint
 from jetspark.cli.errors import report
 from jetspark.cli.pyfiles import build_zip
-from jetspark.core.errors import JobCancelledError
+from jetspark.core.config import JobConfig
+from jetspark.core.dag import DAG
+from jetspark.core.errors import DagValidationError, JobCancelledError
 from jetspark.environment import (
     PROGRESS_ENV,
     RUNNER_ENV,
@@ -57,6 +59,7 @@ from jetspark.environment import (
 from jetspark.log_level import LEVELS, LOG_LEVEL_ENV, executor_env_conf
 from jetspark.planning.explain import explain
 from jetspark.planning.pictures import FORMATS, render_dag
+from jetspark.runners.preflight import check_shippable
 from jetspark.runners.spark.session import (
     MASTER_ENV,
     JavaNotFoundError,
@@ -342,6 +345,15 @@ def _own_options(words: Sequence[str]) -> tuple[list[str], list[str]]:
     return own, rest
 
 
+def _warn_if_not_shippable(dag: DAG, config: JobConfig) -> None:
+    """What the Spark runner would refuse at submit (a supplier or key function that does not
+    pickle, a guarantee without its checkpoint root): a warning, as the plan may be for `--local`."""
+    try:
+        check_shippable(dag, config)
+    except DagValidationError as error:
+        print(f"jetspark: warning: on Spark this job would be refused at submit: {error}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     rest: list[str] = []
@@ -374,6 +386,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:  # a DAG that does not validate or plan: one line, as `run` says it
             if args.plan:
                 print(explain(captured.dag, captured.config, args.members))
+                _warn_if_not_shippable(captured.dag, captured.config)
             else:
                 captured.dag.validate()
                 print(render_dag(captured.dag, args.format))

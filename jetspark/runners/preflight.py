@@ -44,6 +44,14 @@ def check_before_spark(dag: DAG, config: JobConfig) -> None:
     _check_picklable(dag)
 
 
+def check_shippable(dag: DAG, config: JobConfig) -> None:
+    """`check_before_spark` without touching the file system (`jetspark dag --plan`): the
+    guarantee's needs and that every supplier and key function pickles."""
+    if config.snapshots_enabled:
+        _check_guarantee_needs(config)
+    _check_picklable(dag)
+
+
 def _check_guarantee_needs(config: JobConfig) -> None:
     guarantee = config.processing_guarantee.value
     if config.checkpoint_root is None:

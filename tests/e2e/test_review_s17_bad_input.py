@@ -486,20 +486,14 @@ run(dag)
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="jetspark dag --plan (the no-Spark check, which prints 'stage 0 ...: 2 task(s) on "
-    "Spark') passes, exit 0, a job whose key function holds a threading.Lock, which the Spark "
-    "runner refuses at submit ('edge source[0] -> sink[0]: its key function or partitioner "
-    "cannot be pickled'); the plan should say so",
-)
 @pytest.mark.usefixtures("isolated")
 def test_dag_plan_says_a_key_function_will_not_ship_to_spark(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     status = main(["dag", "--plan", str(job_file(tmp_path, UNPICKLABLE_KEY))])
     captured = capsys.readouterr()
-    assert "Error" not in captured.err, captured.err  # the job file itself is fine
+    assert "Traceback" not in captured.err, captured.err  # the job file itself is fine
+    assert status == 0  # a warning: the plan may be for the local runner, where nothing is pickled
     assert "cannot be pickled" in captured.out + captured.err, (status, captured)
 
 
