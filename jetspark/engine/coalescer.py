@@ -89,6 +89,11 @@ class WatermarkCoalescer:
                 return [Watermark(live_min)]
             return []
         if all(self._done):
+            # As Jet: the highest watermark seen goes on before the end (an input that ended
+            # first held it back), but no idle marker: no input is left to be idle.
+            if self._top_observed > self._last_forwarded:
+                self._last_forwarded = self._top_observed
+                return [Watermark(self._top_observed)]
             return []
         out: list[Watermark] = []
         if self._top_observed > self._last_forwarded:

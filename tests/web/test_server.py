@@ -50,12 +50,13 @@ def test_run_warns_when_the_ui_binds_a_wider_address(
     for name in ("JETSPARK_UI", "JETSPARK_PROGRESS", "JETSPARK_RUNNER", "JETSPARK_UI_KEEP"):
         monkeypatch.setenv(name, "")  # restored after the test: main() sets them for the job file
     job = tmp_path / "job.py"
-    job.write_text("import os\nprint('ui:', os.environ['JETSPARK_UI'])\n")
-    assert main(["run", "--local", "--ui", "--ui-host", "0.0.0.0", "--ui-port", "0", str(job)]) == 0
+    job.write_text("import os\nprint('ui:', os.environ['JETSPARK_UI'])\n")  # runs no job: no UI starts
+    assert main(["run", "--local", "--ui", "--ui-host", "0.0.0.0", "--ui-port", "0", str(job)]) == 2
     captured = capsys.readouterr()
     assert "anyone who can reach it can see and cancel your jobs" in captured.err
+    assert "ended without calling jetspark.api.run(dag)" in captured.err
     assert "ui: 0.0.0.0:0" in captured.out
-    assert main(["run", "--local", "--ui", "--ui-port", "0", str(job)]) == 0
+    assert main(["run", "--local", "--ui", "--ui-port", "0", str(job)]) == 2
     assert "anyone" not in capsys.readouterr().err
 
 
