@@ -38,7 +38,20 @@ MAX = 1 << 62  # Jet's Integer.MAX_VALUE: calls that never end the tasklet
 _names = iter(range(1 << 30))
 
 
-class MockTasklet:
+class ClosesAtOnce:
+    """What the execution asks of a tasklet besides its calls: a mock's `close()` returns at once,
+    on the caller's thread, and it has no processor to name in an error."""
+
+    processor: object = None
+
+    def wait_for_close(self, timeout: float | None = None) -> None:
+        pass
+
+    def closing_under_way(self) -> bool:
+        return False
+
+
+class MockTasklet(ClosesAtOnce):
     """Jet's `MockTasklet`: `call()` alternates MADE_PROGRESS and NO_PROGRESS and is DONE on the
     call after `calls_before_done` calls."""
 
@@ -109,15 +122,6 @@ class MockTasklet:
 
     def close(self) -> None:
         self.closed += 1
-
-    # what the execution asks of a tasklet besides: a mock closes at once, on the caller's thread
-    processor: object = None
-
-    def wait_for_close(self, timeout: float | None = None) -> None:
-        pass
-
-    def closing_under_way(self) -> bool:
-        return False
 
     # -- Jet's assertions
     def assert_done(self) -> None:
@@ -257,7 +261,7 @@ def test_TaskletExecutionServiceTest__when_nonBlockingCancelled_then_doneCallBac
     assert all(t.closed == 1 for t in tasklets)
 
 
-class TaskletAssertingThreadLocal:
+class TaskletAssertingThreadLocal(ClosesAtOnce):
     """Jet's `TaskletAssertingThreadLocal`: fails if another tasklet's calls ran on its thread."""
 
     local = threading.local()

@@ -37,7 +37,6 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
