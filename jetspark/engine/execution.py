@@ -208,9 +208,11 @@ class Execution:
         `close()` runs: a failed or cancelled execution stops while a cooperative processor's
         `close()` may still run on its own thread (`CLOSING`), so wait for it; one that does not
         return in `CLOSE_WAIT_SECONDS` is named in a warning and left behind (its thread is a
-        daemon) rather than hanging the job's end."""
+        daemon) rather than hanging the job's end. One deadline for all of them: several closes
+        that hang must not add up their waits."""
+        deadline = time.monotonic() + CLOSE_WAIT_SECONDS
         for tasklet in self.tasklets:
-            tasklet.wait_for_close(CLOSE_WAIT_SECONDS)
+            tasklet.wait_for_close(max(0.0, deadline - time.monotonic()))
             if tasklet.closing_under_way():
                 _log.warning(
                     "%s: close() has not returned after %.0f s; the job ends without waiting for it",

@@ -101,3 +101,27 @@ def test_sleeps_up_to_the_maximum_are_not_cut(clock: FakeClock) -> None:
     for _ in range(30):
         strategy.idle(wake_at=clock.now)
     assert clock.sleeps[-1] == pytest.approx(1e-3), "Jet's back-off as it was"
+
+
+def test_closes_still_running_share_one_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failed execution waits for off-thread `close()` calls with one deadline for all: the
+    second tasklet gets what the first left of it, not a fresh wait (hanging closes must not add up)."""
+    timeouts: list[float] = []
+
+    class Hanging:
+        name = "vertex 'v' processor #0"
+
+        def wait_for_close(self, timeout: float | None = None) -> None:
+            assert timeout is not None
+            timeouts.append(timeout)
+            fake_now[0] += timeout  # the wait used all of it
+
+        def closing_under_way(self) -> bool:
+            return True
+
+    fake_now = [100.0]
+    monkeypatch.setattr(execution.time, "monotonic", lambda: fake_now[0])
+    run = execution.Execution.__new__(execution.Execution)
+    run.tasklets = [Hanging(), Hanging()]  # type: ignore[list-item]
+    run._await_closes_under_way()
+    assert timeouts == [execution.CLOSE_WAIT_SECONDS, 0.0]
